@@ -1,0 +1,2 @@
+// placeholder demo, replaced below
+int main() { return 0; }

@@ -1,0 +1,24 @@
+// minifloat/detail/lanes.hpp — the few operations the rounding core needs beyond C++ operators,
+// written once so the same core compiles for one value (scalar unsigned integers, host or device)
+// and for a SIMD register of values (GCC/Clang vector extensions, host bulk kernels).
+#pragma once
+
+#include "../config.hpp"
+
+namespace minifloat::detail {
+
+/// m ? a : b, lane by lane. For scalars m is a bool; for vectors it is a comparison mask.
+template <class M, class L>
+MINIFLOAT_HD constexpr L select(M m, L a, L b) {
+  return m ? a : b;
+}
+template <class L>
+MINIFLOAT_HD constexpr L lane_min(L a, L b) {
+  return a < b ? a : b;
+}
+template <class L>
+MINIFLOAT_HD constexpr L lane_max(L a, L b) {
+  return a < b ? b : a;
+}
+
+}  // namespace minifloat::detail

@@ -1,0 +1,9 @@
+// minifloat/minifloat.hpp — everything of the core layer in one include.
+#pragma once
+
+#include "bulk.hpp"
+#include "encode.hpp"
+#include "format.hpp"
+#include "random.hpp"
+#include "round.hpp"
+#include "stats.hpp"

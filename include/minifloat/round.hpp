@@ -1,0 +1,298 @@
+// minifloat/round.hpp — the one rounding core: a float or double value to any format.
+//
+// Every path of the library (the scalar functions here, the template type in fp.hpp, the bulk
+// kernels in bulk.hpp) calls `detail::round_bits`; nothing else holds rounding bit logic.
+// Semantics (docs/formats.md states them with examples):
+//  - nearest_even (default), nearest_away (QPyTorch's and the precision-assignment paper's
+//    "nearest"), toward_zero (truncation), stochastic: round away from zero with probability
+//    (|x| - down) / (up - down) (the corrected form of mixed-precision-training.md Appendix A);
+//  - subnormals per format; with subnormals off a result below the smallest normal is flushed
+//    to a zero of the input's sign;
+//  - a finite result beyond the largest finite value becomes ±max (overflow::saturate) or ±Inf
+//    (overflow::infinity), except toward_zero, which never leaves the finite range (IEEE 754);
+//  - ±Inf input gives ±Inf or ±max per policy; NaN input gives NaN (sign and payload kept,
+//    quiet bit set); signed zero is kept.
+// The result is returned in the source type; encode/decode convert to and from bit codes.
+#pragma once
+
+#include <bit>
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "config.hpp"
+#include "detail/lanes.hpp"
+#include "format.hpp"
+#include "random.hpp"
+#include "stats.hpp"
+
+namespace minifloat {
+
+enum class rounding : std::uint8_t { nearest_even, nearest_away, toward_zero, stochastic };
+enum class overflow : std::uint8_t { saturate, infinity };
+
+/// Per-call options. `index` is the element index of the value (scalar) or of the first value
+/// (bulk); with `seed` it selects the random draw of stochastic rounding.
+struct rounding_options {
+  rounding mode = rounding::nearest_even;
+  overflow on_overflow = overflow::infinity;
+  int random_bits = 0;  ///< stochastic only: 1..width of the source word; 0 = the whole word (32 / 64)
+  std::uint64_t seed = 0;
+  std::uint64_t index = 0;
+};
+
+/// The IEEE 754 layout of a source type.
+template <std::floating_point S>
+struct source_layout {
+  static_assert(std::numeric_limits<S>::is_iec559 && (sizeof(S) == 4 || sizeof(S) == 8),
+                "minifloat rounds from IEEE binary32 (float) or binary64 (double)");
+  using bits = std::conditional_t<sizeof(S) == 4, std::uint32_t, std::uint64_t>;
+  static constexpr int width = static_cast<int>(sizeof(S) * 8);
+  static constexpr int mantissa_bits = std::numeric_limits<S>::digits - 1;
+  static constexpr int bias = std::numeric_limits<S>::max_exponent - 1;
+  static constexpr int emax = bias;
+  static constexpr int emin = 1 - bias;
+  static constexpr bits sign_mask = bits{1} << (width - 1);
+  static constexpr bits abs_mask = ~sign_mask;
+  static constexpr bits inf_bits = ((bits{1} << (width - 1 - mantissa_bits)) - 1) << mantissa_bits;
+  static constexpr bits quiet_bit = bits{1} << (mantissa_bits - 1);
+  static constexpr bits mantissa_mask = (bits{1} << mantissa_bits) - 1;
+};
+
+/// Why `f` cannot be rounded to from S, or an empty string. Every value of the format must be
+/// a value of S, so results are exact in S.
+template <std::floating_point S>
+std::string source_problem(const format& f) {
+  using src = source_layout<S>;
+  if (auto p = f.problem(); !p.empty()) return p;
+  const char* name = sizeof(S) == 4 ? "float" : "double";
+  if (f.mantissa_bits > src::mantissa_bits)
+    return "mantissa_bits = " + std::to_string(f.mantissa_bits) + " is more than " + name + " holds (" +
+           std::to_string(src::mantissa_bits) + ")";
+  if (f.emax() > src::emax || f.emin() < src::emin)
+    return "exponent_bias = " + std::to_string(f.exponent_bias) + " with exponent_bits = " +
+           std::to_string(f.exponent_bits) + " gives exponents " + std::to_string(f.emin()) + ".." +
+           std::to_string(f.emax()) + ", outside " + name + "'s normal range " + std::to_string(src::emin) +
+           ".." + std::to_string(src::emax);
+  return {};
+}
+
+/// Everything the core needs, derived once from (format, options) for source type S.
+template <std::floating_point S>
+struct rounding_plan {
+  using bits = typename source_layout<S>::bits;
+  format fmt{};
+  rounding mode = rounding::nearest_even;
+  bits d_normal = 0;          ///< source mantissa bits dropped in the format's normal range
+  bits emin_field = 1;        ///< source exponent field of the format's smallest normal binade
+  bits max_bits = 0;          ///< |max finite| as source bits
+  bits overflow_bits = 0;     ///< result for a finite overflow: max or Inf
+  bits inf_result_bits = 0;   ///< result for an Inf input: max or Inf
+  bits flush_below_bits = 0;  ///< results below this become zero (smallest normal, or 0 with subnormals)
+  bits denorm_min_bits = 0;   ///< smallest positive value as source bits
+  bits threshold_bits = 0;    ///< inputs with |x| >= this count as overflows
+  bits random_mask = 0;       ///< keeps the top random_bits of a random word
+  bool plain_path = true;     ///< mantissa_bits >= 1: the single-binade shortcut of the bulk kernels is exact
+};
+
+/// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
+/// evaluated as a constant expression).
+template <std::floating_point S>
+constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o = {}) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  if (!std::is_constant_evaluated()) {
+    if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
+  } else if (f.mantissa_bits > src::mantissa_bits || f.emax() > src::emax || f.emin() < src::emin ||
+             f.exponent_bits < 1 || f.mantissa_bits < 0) {
+    throw std::invalid_argument("minifloat::format does not fit the source type");
+  }
+  if (o.random_bits < 0 || o.random_bits > src::width)
+    throw std::invalid_argument("minifloat::rounding_options: random_bits = " + std::to_string(o.random_bits) +
+                                " is outside 0.." + std::to_string(src::width));
+  rounding_plan<S> p;
+  p.fmt = f;
+  p.mode = o.mode;
+  const int shift = src::mantissa_bits - f.mantissa_bits;
+  p.d_normal = static_cast<bits>(shift);
+  p.emin_field = static_cast<bits>(f.emin() + src::bias);
+  p.max_bits = (static_cast<bits>(f.emax() + src::bias) << src::mantissa_bits) |
+               (static_cast<bits>(f.max_mantissa_field()) << shift);
+  // The midpoint above max; when the format keeps every source bit there is no midpoint and the
+  // next source value already lies beyond it.
+  p.threshold_bits = shift > 0 ? p.max_bits + (bits{1} << (shift - 1)) : p.max_bits + 1;
+  const bool saturate = o.on_overflow == overflow::saturate;
+  p.overflow_bits = (saturate || o.mode == rounding::toward_zero) ? p.max_bits : src::inf_bits;
+  p.inf_result_bits = saturate ? p.max_bits : src::inf_bits;
+  p.flush_below_bits = f.subnormals ? 0 : p.emin_field << src::mantissa_bits;
+  const int denorm_exp = f.emin() - f.mantissa_bits;  // >= source denorm exponent by source_problem
+  p.denorm_min_bits = denorm_exp >= src::emin ? static_cast<bits>(denorm_exp + src::bias) << src::mantissa_bits
+                                              : bits{1} << (denorm_exp - (src::emin - src::mantissa_bits));
+  const int r = o.random_bits == 0 ? src::width : o.random_bits;
+  p.random_mask = r == src::width ? ~bits{0} : ~((bits{1} << (src::width - r)) - 1);
+  p.plain_path = f.mantissa_bits >= 1;
+  return p;
+}
+
+namespace detail {
+
+/// The rounding core. `u` holds source bits (a scalar or a SIMD vector of them), `random` a
+/// uniform word per value (read by stochastic rounding only). Returns the rounded value's bits.
+///
+/// With `Plain` the caller guarantees every |u| is zero or a finite value at or above the
+/// format's smallest normal, so one constant shift serves all values (the bulk fast path).
+///
+/// How it works: sig is the significand with its implicit bit, counted in units of the source's
+/// ulp in x's binade; `drop` is how many of its low bits the format cannot keep there (more
+/// below the smallest normal, where the format's spacing stops shrinking). Rounding sig to a
+/// multiple of 2^drop and adding back the binade base gives the result's bits, because a carry
+/// out of the significand lands exactly on the next binade's first value.
+template <rounding Mode, bool Plain, std::floating_point S, class L>
+MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  constexpr int P = src::mantissa_bits;
+  constexpr int W = src::width;
+  const L zero{};
+  const L one = zero + 1;
+  const L sign = u & src::sign_mask;
+  const L a = u ^ sign;
+
+  L base, sig, drop;
+  if constexpr (Plain) {
+    base = zero;
+    sig = a;  // within one binade the bit pattern is linear, and the parity bit is a mantissa bit
+    drop = zero + p.d_normal;
+  } else {
+    const L e = lane_max(a >> P, one);  // source subnormals share the first binade's spacing
+    drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
+    base = (e - 1) << P;
+    sig = a - base;
+  }
+  // Clamped so shifts stay defined: at P + 2 dropped bits every significand is below half a step.
+  // The plain path shifts every lane by the same scalar amount.
+  const L step_shift = Plain ? drop : lane_min(drop, zero + bits{P + 2});
+  const L step = Plain ? zero + (bits{1} << p.d_normal) : one << step_shift;
+  const L rem = sig & (step - 1);
+  const L kept = sig - rem;
+
+  L round_up;  // a mask: all ones where the result moves one step away from zero
+  if constexpr (Mode == rounding::toward_zero) {
+    round_up = zero;
+  } else if constexpr (Mode == rounding::nearest_even) {
+    const L half = step >> 1;
+    const L odd = (Plain ? sig >> static_cast<int>(p.d_normal) : sig >> step_shift) & 1;
+    round_up = select(rem > half - odd, ~zero, zero);  // odd: rem >= half; even: rem > half
+  } else if constexpr (Mode == rounding::nearest_away) {
+    round_up = select(rem > (step >> 1) - 1, ~zero, zero);  // no step (drop = 0): never
+  } else {
+    // The fraction rem / 2^drop as a W-bit fixed-point number, compared with the random word;
+    // both keep only their top random_bits, so P(up) = floor(fraction * 2^random_bits) / 2^random_bits.
+    L fraction;
+    if constexpr (Plain) {
+      fraction = rem << (W - 1 - static_cast<int>(p.d_normal)) << 1;  // d_normal = 0 leaves rem = 0
+    } else {
+      const L left = lane_min(zero + bits{W} - lane_min(drop, zero + bits{W}), zero + bits{W - 1});
+      const L right = lane_min(lane_max(drop, zero + bits{W}) - bits{W}, zero + bits{W - 1});
+      fraction = select(drop <= bits{W}, rem << left, rem >> right);
+    }
+    round_up = select((random & p.random_mask) < (fraction & p.random_mask), ~zero, zero);
+  }
+
+  const L rounded = kept + (round_up & step);
+  L result;
+  if constexpr (Plain) {
+    result = rounded;
+  } else {
+    result = select(rounded == zero, zero, base + rounded);
+    if constexpr (Mode == rounding::stochastic) {
+      // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
+      result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
+    }
+    result = select(result < p.flush_below_bits, zero, result);
+  }
+  result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  if constexpr (!Plain) {
+    const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
+    result = select(a >= src::inf_bits, special, result);
+  }
+  return result | sign;
+}
+
+/// Adds one value's classification to `st` (scalar helper; the bulk kernels count in SIMD).
+template <std::floating_point S>
+MINIFLOAT_HD constexpr void count(const rounding_plan<S>& p, typename source_layout<S>::bits u,
+                                  typename source_layout<S>::bits result, rounding_stats& st) {
+  using src = source_layout<S>;
+  const auto a = u & src::abs_mask;
+  st.values += 1;
+  st.overflows += a >= p.threshold_bits;
+  st.underflows += (a != 0) & (a < src::inf_bits) & ((result & src::abs_mask) == 0);
+  st.nans += a > src::inf_bits;
+  st.infinities += a == src::inf_bits;
+}
+
+/// The scalar entry: dispatches the mode once, draws the random word for stochastic rounding.
+template <std::floating_point S>
+MINIFLOAT_HD constexpr typename source_layout<S>::bits round_one(const rounding_plan<S>& p,
+                                                                 typename source_layout<S>::bits u,
+                                                                 const counter_rng& rng, std::uint64_t index) {
+  switch (p.mode) {
+    case rounding::nearest_even: return round_bits<rounding::nearest_even, false>(p, u, decltype(u){});
+    case rounding::nearest_away: return round_bits<rounding::nearest_away, false>(p, u, decltype(u){});
+    case rounding::toward_zero: return round_bits<rounding::toward_zero, false>(p, u, decltype(u){});
+    case rounding::stochastic: {
+      decltype(u) r;
+      if constexpr (sizeof(S) == 4) r = rng.bits32(index);
+      else r = rng.bits64(index);
+      return round_bits<rounding::stochastic, false>(p, u, r);
+    }
+  }
+  return u;
+}
+
+}  // namespace detail
+
+/// A validated plan with its options: reuse one to round many scalars without re-validating.
+template <std::floating_point S>
+class rounder {
+ public:
+  using bits = typename source_layout<S>::bits;
+  constexpr rounder(const format& f, const rounding_options& o = {})
+      : plan_(make_plan<S>(f, o)), rng_{o.seed}, first_index_(o.index) {}
+
+  /// Rounds x; `index` picks the random draw (stochastic rounding only).
+  MINIFLOAT_HD constexpr S operator()(S x, std::uint64_t index) const {
+    return std::bit_cast<S>(detail::round_one(plan_, std::bit_cast<bits>(x), rng_, index));
+  }
+  MINIFLOAT_HD constexpr S operator()(S x) const { return (*this)(x, first_index_); }
+  MINIFLOAT_HD constexpr S operator()(S x, std::uint64_t index, rounding_stats& st) const {
+    const bits u = std::bit_cast<bits>(x);
+    const bits r = detail::round_one(plan_, u, rng_, index);
+    detail::count(plan_, u, r, st);
+    return std::bit_cast<S>(r);
+  }
+  constexpr const rounding_plan<S>& plan() const { return plan_; }
+  constexpr const counter_rng& rng() const { return rng_; }
+  constexpr std::uint64_t first_index() const { return first_index_; }
+
+ private:
+  rounding_plan<S> plan_;
+  counter_rng rng_;
+  std::uint64_t first_index_;
+};
+
+/// x rounded to format f, returned in x's type.
+template <std::floating_point S>
+constexpr S round(S x, const format& f, const rounding_options& o = {}) {
+  return rounder<S>(f, o)(x);
+}
+template <std::floating_point S>
+constexpr S round(S x, const format& f, const rounding_options& o, rounding_stats& st) {
+  return rounder<S>(f, o)(x, o.index, st);
+}
+
+}  // namespace minifloat
