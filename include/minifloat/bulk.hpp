@@ -12,7 +12,10 @@
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <algorithm>
+#include <type_traits>
 
+#include "detail/simd.hpp"
 #include "encode.hpp"
 #include "round.hpp"
 #include "stats.hpp"
@@ -24,18 +27,131 @@ inline void check_same_size(std::size_t in, std::size_t out) {
   if (in != out) throw std::invalid_argument("minifloat: input and output spans differ in size");
 }
 
+/// Random words of stochastic rounding for lanes first..first+lanes-1, identical to
+/// counter_rng::bits32 / bits64 of each index.
+template <class V>
+struct lane_random {
+  counter_rng rng;
+  std::uint32_t high = 0;
+  std::uint64_t key = 0, second_key = 0;
+  counter_rng second{};
+
+  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} { rekey(0); }
+  void rekey(std::uint32_t h) {
+    high = h;
+    key = rng.key(h);
+    second_key = second.key(h);
+  }
+  V operator()(std::uint64_t first) {
+    using B = std::remove_cvref_t<decltype(V{}[0])>;
+    constexpr std::size_t lanes = sizeof(V) / sizeof(B);
+    const auto low = static_cast<std::uint32_t>(first);
+    if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
+      V v{};
+      for (std::size_t k = 0; k < lanes; ++k) {
+        if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
+        else v[k] = rng.bits64(first + k);
+      }
+      return v;
+    }
+    if (static_cast<std::uint32_t>(first >> 32) != high) rekey(static_cast<std::uint32_t>(first >> 32));
+    if constexpr (sizeof(B) == 4) {
+      return counter_rng::bits32_keyed(low + simd<std::uint32_t>::iota, key);
+    } else {
+      using half = std::uint32_t __attribute__((vector_size(32)));
+      const half lows = low + half{0, 1, 2, 3, 4, 5, 6, 7};
+      const V hi = __builtin_convertvector(counter_rng::bits32_keyed(lows, key), V);
+      const V lo = __builtin_convertvector(counter_rng::bits32_keyed(lows, second_key), V);
+      return (hi << 32) | lo;
+    }
+  }
+};
+
+/// Counters of one kernel call, kept in SIMD lanes until the end.
+template <class V>
+struct lane_counts {
+  V overflows{}, underflows{}, nans{}, infinities{};
+  template <std::floating_point S>
+  void add(const rounding_plan<S>& p, V u, V result, V valid) {
+    using src = source_layout<S>;
+    const V a = u & src::abs_mask;
+    // Comparison masks are all ones (-1) where true: subtracting them counts.
+    overflows -= (a >= p.threshold_bits) & valid;
+    underflows -= (a != 0) & (a < src::inf_bits) & ((result & src::abs_mask) == 0) & valid;
+    nans -= (a > src::inf_bits) & valid;
+    infinities -= (a == src::inf_bits) & valid;
+  }
+  void flush(rounding_stats& st, std::uint64_t values) const {
+    st.values += values;
+    st.overflows += sum_lanes(overflows);
+    st.underflows += sum_lanes(underflows);
+    st.nans += sum_lanes(nans);
+    st.infinities += sum_lanes(infinities);
+  }
+};
+
+/// Rounds one register (and counts it): the single-binade shortcut when every lane allows it,
+/// else the full core. Plain lanes cannot underflow or be NaN/Inf, so only overflows are counted.
+template <rounding Mode, bool Count, std::floating_point S, class V>
+[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random, lane_counts<V>& counts,
+                                            V valid) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  const V twice = u << 1;  // drops the sign
+  const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
+  const bits finite_span2 = (src::inf_bits << 1) - normal2;
+  if (p.plain_path && !any_lane((twice - normal2 >= finite_span2) & (twice != 0))) {
+    if constexpr (Count) counts.overflows -= (twice >= (p.threshold_bits << 1)) & valid;
+    return round_bits<Mode, true>(p, u, random);
+  }
+  const V result = round_bits<Mode, false>(p, u, random);
+  if constexpr (Count) counts.add(p, u, result, valid);
+  return result;
+}
+
+template <rounding Mode, bool Count, std::floating_point S>
+[[gnu::flatten]] void quantize_lanes(const S* in, S* out, std::size_t n, const rounder<S>& r, rounding_stats* st) {
+  using bits = typename source_layout<S>::bits;
+  using V = simd_t<bits>;
+  constexpr std::size_t lanes = simd_lanes<bits>;
+  const rounding_plan<S> p = r.plan();  // a local copy: stores to out cannot alias it
+  lane_random<V> draw(r.rng());
+  lane_counts<V> counts;
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const V u = load_lanes<V>(in + i);
+    V random{};
+    if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, ~V{}));
+  }
+  if (i < n) {  // the tail goes through the same register path, padded with zeros
+    const std::size_t m = n - i;
+    const V u = load_lanes<V>(in + i, m);
+    V random{};
+    if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
+    const V valid = select(simd<bits>::iota < static_cast<bits>(m), ~V{}, V{});
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid), m);
+  }
+  if constexpr (Count) counts.flush(*st, n);
+}
+
 template <bool Count, std::floating_point S>
 void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r, rounding_stats* st) {
   check_same_size(in.size(), out.size());
-  using bits = typename source_layout<S>::bits;
-  rounding_stats local;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const bits u = std::bit_cast<bits>(in[i]);
-    const bits v = round_one(r.plan(), u, r.rng(), r.first_index() + i);
-    if constexpr (Count) count(r.plan(), u, v, local);
-    out[i] = std::bit_cast<S>(v);
+  // Counts are kept in 32-bit (float) lanes: cut very long spans into pieces that cannot overflow them.
+  constexpr std::size_t piece = std::size_t{1} << 30;
+  for (std::size_t start = 0; start < in.size(); start += piece) {
+    const std::size_t n = std::min(piece, in.size() - start);
+    const rounder<S> at = r.advanced(start);
+    const S* src = in.data() + start;
+    S* dst = out.data() + start;
+    switch (r.plan().mode) {
+      case rounding::nearest_even: quantize_lanes<rounding::nearest_even, Count>(src, dst, n, at, st); break;
+      case rounding::nearest_away: quantize_lanes<rounding::nearest_away, Count>(src, dst, n, at, st); break;
+      case rounding::toward_zero: quantize_lanes<rounding::toward_zero, Count>(src, dst, n, at, st); break;
+      case rounding::stochastic: quantize_lanes<rounding::stochastic, Count>(src, dst, n, at, st); break;
+    }
   }
-  if constexpr (Count) *st += local;
 }
 }  // namespace detail
 

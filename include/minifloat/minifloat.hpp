@@ -4,6 +4,7 @@
 #include "bulk.hpp"
 #include "encode.hpp"
 #include "format.hpp"
+#include "fp.hpp"
 #include "random.hpp"
 #include "round.hpp"
 #include "stats.hpp"

@@ -96,23 +96,33 @@ struct rounding_plan {
   bits threshold_bits = 0;    ///< inputs with |x| >= this count as overflows
   bits random_mask = 0;       ///< keeps the top random_bits of a random word
   bool plain_path = true;     ///< mantissa_bits >= 1: the single-binade shortcut of the bulk kernels is exact
+  bits plain_even_bias = 0;   ///< half a step minus one (0 without a step): nearest_even's addend
+  bits plain_odd_mask = 0;    ///< 1, or 0 without a step: picks the kept parity bit
+  bits plain_half = 0;        ///< half a step: nearest_away's addend
+  bits plain_keep = 0;        ///< clears the dropped bits
 };
 
 /// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
 /// evaluated as a constant expression).
 template <std::floating_point S>
-constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o = {}) {
+constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o = {});
+
+/// True when every value of f is a value of S (checkable at compile time).
+template <std::floating_point S>
+MINIFLOAT_HD constexpr bool fits_source(const format& f) {
+  using src = source_layout<S>;
+  return f.exponent_bits >= 1 && f.exponent_bits <= 11 && f.mantissa_bits >= 0 &&
+         f.mantissa_bits <= src::mantissa_bits && f.emax() <= src::emax && f.emin() >= src::emin &&
+         !(f.encoding == specials::ieee && (f.exponent_bits < 2 || f.mantissa_bits < 1)) &&
+         !(f.encoding == specials::nan_only && f.mantissa_bits < 1);
+}
+
+namespace detail {
+/// The plan without validation: for formats already checked (the template type checks at compile time).
+template <std::floating_point S>
+MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const rounding_options& o) {
   using src = source_layout<S>;
   using bits = typename src::bits;
-  if (!std::is_constant_evaluated()) {
-    if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
-  } else if (f.mantissa_bits > src::mantissa_bits || f.emax() > src::emax || f.emin() < src::emin ||
-             f.exponent_bits < 1 || f.mantissa_bits < 0) {
-    throw std::invalid_argument("minifloat::format does not fit the source type");
-  }
-  if (o.random_bits < 0 || o.random_bits > src::width)
-    throw std::invalid_argument("minifloat::rounding_options: random_bits = " + std::to_string(o.random_bits) +
-                                " is outside 0.." + std::to_string(src::width));
   rounding_plan<S> p;
   p.fmt = f;
   p.mode = o.mode;
@@ -134,7 +144,27 @@ constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o 
   const int r = o.random_bits == 0 ? src::width : o.random_bits;
   p.random_mask = r == src::width ? ~bits{0} : ~((bits{1} << (src::width - r)) - 1);
   p.plain_path = f.mantissa_bits >= 1;
+  const bits step = bits{1} << shift;
+  p.plain_half = step >> 1;
+  p.plain_even_bias = shift == 0 ? 0 : p.plain_half - 1;
+  p.plain_odd_mask = shift == 0 ? 0 : 1;
+  p.plain_keep = ~(step - 1);
   return p;
+}
+}  // namespace detail
+
+template <std::floating_point S>
+constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o) {
+  using src = source_layout<S>;
+  if (!std::is_constant_evaluated()) {
+    if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
+  } else if (!fits_source<S>(f)) {
+    throw std::invalid_argument("minifloat::format does not fit the source type");
+  }
+  if (o.random_bits < 0 || o.random_bits > src::width)
+    throw std::invalid_argument("minifloat::rounding_options: random_bits = " + std::to_string(o.random_bits) +
+                                " is outside 0.." + std::to_string(src::width));
+  return detail::plan_unchecked<S>(f, o);
 }
 
 namespace detail {
@@ -143,7 +173,8 @@ namespace detail {
 /// uniform word per value (read by stochastic rounding only). Returns the rounded value's bits.
 ///
 /// With `Plain` the caller guarantees every |u| is zero or a finite value at or above the
-/// format's smallest normal, so one constant shift serves all values (the bulk fast path).
+/// format's smallest normal and the format has a mantissa bit, so one constant shift serves all
+/// values (the bulk fast path); it gives the same bits as the full path for those inputs.
 ///
 /// How it works: sig is the significand with its implicit bit, counted in units of the source's
 /// ulp in x's binade; `drop` is how many of its low bits the format cannot keep there (more
@@ -157,25 +188,32 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   constexpr int P = src::mantissa_bits;
   constexpr int W = src::width;
   const L zero{};
+  if constexpr (Plain) {
+    // One binade's worth of spacing for every lane: round the bit pattern itself; the sign bit is
+    // untouched because no finite input carries into it.
+    const int d = static_cast<int>(p.d_normal);
+    L r;
+    if constexpr (Mode == rounding::toward_zero) r = u & p.plain_keep;
+    else if constexpr (Mode == rounding::nearest_even) r = (u + p.plain_even_bias + ((u >> d) & p.plain_odd_mask)) & p.plain_keep;
+    else if constexpr (Mode == rounding::nearest_away) r = (u + p.plain_half) & p.plain_keep;
+    else {
+      // Adding the complemented random word carries into the kept bits exactly when the general
+      // path's comparison (random < fraction) holds, so both paths draw the same results.
+      r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
+    }
+    return select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
+  }
   const L one = zero + 1;
   const L sign = u & src::sign_mask;
   const L a = u ^ sign;
 
-  L base, sig, drop;
-  if constexpr (Plain) {
-    base = zero;
-    sig = a;  // within one binade the bit pattern is linear, and the parity bit is a mantissa bit
-    drop = zero + p.d_normal;
-  } else {
-    const L e = lane_max(a >> P, one);  // source subnormals share the first binade's spacing
-    drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
-    base = (e - 1) << P;
-    sig = a - base;
-  }
+  const L e = lane_max(a >> P, one);  // source subnormals share the first binade's spacing
+  const L drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
+  const L base = (e - 1) << P;
+  const L sig = a - base;
   // Clamped so shifts stay defined: at P + 2 dropped bits every significand is below half a step.
-  // The plain path shifts every lane by the same scalar amount.
-  const L step_shift = Plain ? drop : lane_min(drop, zero + bits{P + 2});
-  const L step = Plain ? zero + (bits{1} << p.d_normal) : one << step_shift;
+  const L step_shift = lane_min(drop, zero + bits{P + 2});
+  const L step = one << step_shift;
   const L rem = sig & (step - 1);
   const L kept = sig - rem;
 
@@ -184,41 +222,29 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     round_up = zero;
   } else if constexpr (Mode == rounding::nearest_even) {
     const L half = step >> 1;
-    const L odd = (Plain ? sig >> static_cast<int>(p.d_normal) : sig >> step_shift) & 1;
+    const L odd = (sig >> step_shift) & 1;
     round_up = select(rem > half - odd, ~zero, zero);  // odd: rem >= half; even: rem > half
   } else if constexpr (Mode == rounding::nearest_away) {
     round_up = select(rem > (step >> 1) - 1, ~zero, zero);  // no step (drop = 0): never
   } else {
     // The fraction rem / 2^drop as a W-bit fixed-point number, compared with the random word;
     // both keep only their top random_bits, so P(up) = floor(fraction * 2^random_bits) / 2^random_bits.
-    L fraction;
-    if constexpr (Plain) {
-      fraction = rem << (W - 1 - static_cast<int>(p.d_normal)) << 1;  // d_normal = 0 leaves rem = 0
-    } else {
-      const L left = lane_min(zero + bits{W} - lane_min(drop, zero + bits{W}), zero + bits{W - 1});
-      const L right = lane_min(lane_max(drop, zero + bits{W}) - bits{W}, zero + bits{W - 1});
-      fraction = select(drop <= bits{W}, rem << left, rem >> right);
-    }
+    const L left = lane_min(zero + bits{W} - lane_min(drop, zero + bits{W}), zero + bits{W - 1});
+    const L right = lane_min(lane_max(drop, zero + bits{W}) - bits{W}, zero + bits{W - 1});
+    const L fraction = select(drop <= bits{W}, rem << left, rem >> right);
     round_up = select((random & p.random_mask) < (fraction & p.random_mask), ~zero, zero);
   }
 
   const L rounded = kept + (round_up & step);
-  L result;
-  if constexpr (Plain) {
-    result = rounded;
-  } else {
-    result = select(rounded == zero, zero, base + rounded);
-    if constexpr (Mode == rounding::stochastic) {
-      // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
-      result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
-    }
-    result = select(result < p.flush_below_bits, zero, result);
+  L result = select(rounded == zero, zero, base + rounded);
+  if constexpr (Mode == rounding::stochastic) {
+    // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
+    result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
   }
+  result = select(result < p.flush_below_bits, zero, result);
   result = select(result > p.max_bits, zero + p.overflow_bits, result);
-  if constexpr (!Plain) {
-    const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
-    result = select(a >= src::inf_bits, special, result);
-  }
+  const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
+  result = select(a >= src::inf_bits, special, result);
   return result | sign;
 }
 
@@ -274,6 +300,12 @@ class rounder {
     const bits r = detail::round_one(plan_, u, rng_, index);
     detail::count(plan_, u, r, st);
     return std::bit_cast<S>(r);
+  }
+  /// The same rounder with its first element index moved on by `offset` (for chunked calls).
+  constexpr rounder advanced(std::uint64_t offset) const {
+    rounder r = *this;
+    r.first_index_ += offset;
+    return r;
   }
   constexpr const rounding_plan<S>& plan() const { return plan_; }
   constexpr const counter_rng& rng() const { return rng_; }
