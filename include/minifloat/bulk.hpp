@@ -71,15 +71,21 @@ struct lane_random {
 template <class V>
 struct lane_counts {
   V overflows{}, underflows{}, nans{}, infinities{};
-  template <std::floating_point S>
+  /// Counts a register that took the full core; without NaN/Inf lanes (`Finite`) only
+  /// overflows and underflows can occur.
+  template <bool Finite, std::floating_point S>
   void add(const rounding_plan<S>& p, V u, V result, V valid) {
     using src = source_layout<S>;
     const V a = u & src::abs_mask;
     // Comparison masks are all ones (-1) where true: subtracting them counts.
     overflows -= (a >= p.threshold_bits) & valid;
-    underflows -= (a != 0) & (a < src::inf_bits) & ((result & src::abs_mask) == 0) & valid;
-    nans -= (a > src::inf_bits) & valid;
-    infinities -= (a == src::inf_bits) & valid;
+    if constexpr (Finite) {
+      underflows -= (a != 0) & ((result & src::abs_mask) == 0) & valid;
+    } else {
+      underflows -= (a != 0) & (a < src::inf_bits) & ((result & src::abs_mask) == 0) & valid;
+      nans -= (a > src::inf_bits) & valid;
+      infinities -= (a == src::inf_bits) & valid;
+    }
   }
   void flush(rounding_stats& st, std::uint64_t values) const {
     st.values += values;
@@ -90,22 +96,27 @@ struct lane_counts {
   }
 };
 
-/// Rounds one register (and counts it): the single-binade shortcut when every lane allows it,
-/// else the full core. Plain lanes cannot underflow or be NaN/Inf, so only overflows are counted.
+/// Rounds one register (and counts it) on the cheapest path its lanes allow: the single-binade
+/// shortcut, the full core without NaN/Inf handling, or the full core. Plain lanes lie between
+/// the smallest normal and the overflow threshold (or are zero): nothing there is counted.
 template <rounding Mode, bool Count, std::floating_point S, class V>
-[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random, lane_counts<V>& counts,
-                                            V valid) {
+[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
+                                            [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid) {
   using src = source_layout<S>;
   using bits = typename src::bits;
   const V twice = u << 1;  // drops the sign
   const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
-  const bits finite_span2 = (src::inf_bits << 1) - normal2;
-  if (p.plain_path && !any_lane((twice - normal2 >= finite_span2) & (twice != 0))) {
-    if constexpr (Count) counts.overflows -= (twice >= (p.threshold_bits << 1)) & valid;
-    return round_bits<Mode, true>(p, u, random);
+  const bits plain_span2 = (p.threshold_bits << 1) - normal2;
+  if (p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0))) {
+    return round_bits<Mode, lane_path::plain>(p, u, random);
   }
-  const V result = round_bits<Mode, false>(p, u, random);
-  if constexpr (Count) counts.add(p, u, result, valid);
+  if (any_lane(twice >= (src::inf_bits << 1))) {
+    const V result = round_bits<Mode, lane_path::any>(p, u, random);
+    if constexpr (Count) counts.template add<false>(p, u, result, valid);
+    return result;
+  }
+  const V result = round_bits<Mode, lane_path::finite>(p, u, random);
+  if constexpr (Count) counts.template add<true>(p, u, result, valid);
   return result;
 }
 

@@ -169,26 +169,32 @@ constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o)
 
 namespace detail {
 
+enum class lane_path : std::uint8_t { plain, finite, any };
+
 /// The rounding core. `u` holds source bits (a scalar or a SIMD vector of them), `random` a
 /// uniform word per value (read by stochastic rounding only). Returns the rounded value's bits.
 ///
-/// With `Plain` the caller guarantees every |u| is zero or a finite value at or above the
-/// format's smallest normal and the format has a mantissa bit, so one constant shift serves all
-/// values (the bulk fast path); it gives the same bits as the full path for those inputs.
+/// `Path` narrows what the caller guarantees about the inputs, so the bulk kernels can skip work
+/// a register does not need; every path gives the same bits as lane_path::any for its inputs.
+///  - plain: every |u| is zero or at least the format's smallest normal and below its overflow
+///    threshold, and the format has a mantissa bit, so one constant shift serves all values and
+///    only stochastic rounding can step beyond max;
+///  - finite: no NaN or Inf;
+///  - any: no assumption (the scalar entry point).
 ///
 /// How it works: sig is the significand with its implicit bit, counted in units of the source's
 /// ulp in x's binade; `drop` is how many of its low bits the format cannot keep there (more
 /// below the smallest normal, where the format's spacing stops shrinking). Rounding sig to a
 /// multiple of 2^drop and adding back the binade base gives the result's bits, because a carry
 /// out of the significand lands exactly on the next binade's first value.
-template <rounding Mode, bool Plain, std::floating_point S, class L>
+template <rounding Mode, lane_path Path, std::floating_point S, class L>
 MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   using src = source_layout<S>;
   using bits = typename src::bits;
   constexpr int P = src::mantissa_bits;
   constexpr int W = src::width;
   const L zero{};
-  if constexpr (Plain) {
+  if constexpr (Path == lane_path::plain) {
     // One binade's worth of spacing for every lane: round the bit pattern itself; the sign bit is
     // untouched because no finite input carries into it.
     const int d = static_cast<int>(p.d_normal);
@@ -200,8 +206,9 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
       // Adding the complemented random word carries into the kept bits exactly when the general
       // path's comparison (random < fraction) holds, so both paths draw the same results.
       r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
+      r = select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
     }
-    return select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
+    return r;
   }
   const L one = zero + 1;
   const L sign = u & src::sign_mask;
@@ -241,10 +248,12 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
     result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
   }
-  result = select(result < p.flush_below_bits, zero, result);
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
   result = select(result > p.max_bits, zero + p.overflow_bits, result);
-  const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
-  result = select(a >= src::inf_bits, special, result);
+  if constexpr (Path == lane_path::any) {
+    const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
+    result = select(a >= src::inf_bits, special, result);
+  }
   return result | sign;
 }
 
@@ -267,14 +276,14 @@ MINIFLOAT_HD constexpr typename source_layout<S>::bits round_one(const rounding_
                                                                  typename source_layout<S>::bits u,
                                                                  const counter_rng& rng, std::uint64_t index) {
   switch (p.mode) {
-    case rounding::nearest_even: return round_bits<rounding::nearest_even, false>(p, u, decltype(u){});
-    case rounding::nearest_away: return round_bits<rounding::nearest_away, false>(p, u, decltype(u){});
-    case rounding::toward_zero: return round_bits<rounding::toward_zero, false>(p, u, decltype(u){});
+    case rounding::nearest_even: return round_bits<rounding::nearest_even, lane_path::any>(p, u, decltype(u){});
+    case rounding::nearest_away: return round_bits<rounding::nearest_away, lane_path::any>(p, u, decltype(u){});
+    case rounding::toward_zero: return round_bits<rounding::toward_zero, lane_path::any>(p, u, decltype(u){});
     case rounding::stochastic: {
       decltype(u) r;
       if constexpr (sizeof(S) == 4) r = rng.bits32(index);
       else r = rng.bits64(index);
-      return round_bits<rounding::stochastic, false>(p, u, r);
+      return round_bits<rounding::stochastic, lane_path::any>(p, u, r);
     }
   }
   return u;
