@@ -56,10 +56,10 @@ struct lane_random {
     }
     if (static_cast<std::uint32_t>(first >> 32) != high) rekey(static_cast<std::uint32_t>(first >> 32));
     if constexpr (sizeof(B) == 4) {
-      return counter_rng::bits32_keyed(low + simd<std::uint32_t>::iota, key);
+      return counter_rng::bits32_keyed(low + lane_indices<V>(), key);
     } else {
-      using half = std::uint32_t __attribute__((vector_size(32)));
-      const half lows = low + half{0, 1, 2, 3, 4, 5, 6, 7};
+      using half = simd_with_lanes_of<std::uint32_t, std::uint64_t>;
+      const half lows = low + lane_indices<half>();
       const V hi = __builtin_convertvector(counter_rng::bits32_keyed(lows, key), V);
       const V lo = __builtin_convertvector(counter_rng::bits32_keyed(lows, second_key), V);
       return (hi << 32) | lo;
@@ -140,7 +140,7 @@ template <rounding Mode, bool Count, std::floating_point S>
     const V u = load_lanes<V>(in + i, m);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
-    const V valid = select(simd<bits>::iota < static_cast<bits>(m), ~V{}, V{});
+    const V valid = select(lane_indices<V>() < static_cast<bits>(m), ~V{}, V{});
     store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid), m);
   }
   if constexpr (Count) counts.flush(*st, n);

@@ -1,34 +1,55 @@
 // minifloat/detail/simd.hpp — SIMD registers for the bulk kernels, through the GCC/Clang vector
-// extensions, so the rounding core compiles unchanged for 64-byte vectors on any target ISA
-// (AVX-512, AVX2 or SSE code is chosen by the compiler flags of the including program).
+// extensions, so the rounding core compiles unchanged for whatever vector ISA the including
+// program enables: 64-byte registers with AVX-512, 32 with AVX, 16 (SSE2, the x86-64 baseline)
+// otherwise. Matching the enabled ISA keeps every register in hardware and the calling
+// convention of these inline helpers unchanged.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
 namespace minifloat::detail {
 
-/// 64 bytes of unsigned lanes of type B.
-template <class B>
-struct simd;
-template <>
-struct simd<std::uint32_t> {
-  using type = std::uint32_t __attribute__((vector_size(64)));
-  static constexpr type iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+#if defined(__AVX512F__)
+inline constexpr std::size_t simd_bytes = 64;
+#elif defined(__AVX__)
+inline constexpr std::size_t simd_bytes = 32;
+#else
+inline constexpr std::size_t simd_bytes = 16;
+#endif
+
+/// `Bytes` bytes of unsigned lanes of type B.
+template <class B, std::size_t Bytes>
+struct vector_of;
+template <std::size_t Bytes>
+struct vector_of<std::uint32_t, Bytes> {
+  typedef std::uint32_t type __attribute__((vector_size(Bytes)));
 };
-template <>
-struct simd<std::uint64_t> {
-  using type = std::uint64_t __attribute__((vector_size(64)));
-  static constexpr type iota = {0, 1, 2, 3, 4, 5, 6, 7};
+template <std::size_t Bytes>
+struct vector_of<std::uint64_t, Bytes> {
+  typedef std::uint64_t type __attribute__((vector_size(Bytes)));
 };
+
+/// A register of lanes of type B, and as many lanes of type H.
 template <class B>
-using simd_t = typename simd<B>::type;
+using simd_t = typename vector_of<B, simd_bytes>::type;
 template <class B>
-inline constexpr std::size_t simd_lanes = 64 / sizeof(B);
+inline constexpr std::size_t simd_lanes = simd_bytes / sizeof(B);
+template <class H, class B>
+using simd_with_lanes_of = typename vector_of<H, simd_lanes<B> * sizeof(H)>::type;
+
+/// 0, 1, 2, … in the lanes of V.
+template <class V>
+inline V lane_indices() {
+  V v{};
+  for (std::size_t i = 0; i < sizeof(V) / sizeof(v[0]); ++i) v[i] = static_cast<std::remove_cvref_t<decltype(v[0])>>(i);
+  return v;
+}
 
 template <class V, class T>
 inline V load_lanes(const T* p, std::size_t count = sizeof(V) / sizeof(T)) {
