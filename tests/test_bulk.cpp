@@ -1,0 +1,405 @@
+// The bulk span kernels (quantize, encode, decode) against the scalar functions, bit for bit,
+// and their statistics against a hand count.
+//
+// Oracle: the scalar minifloat::round / encode / decode (themselves pinned to MPFR, F16C and
+// AVX512-BF16 by the other test programs), and for the statistics a direct count of the
+// definitions in stats.hpp and shared/reference-semantics.md §2 (overflow: |x| >=
+// format.overflow_threshold() on the unrounded input, NaN and Inf included; underflow: a finite
+// nonzero input whose result is zero).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <minifloat/minifloat.hpp>
+
+namespace mf = minifloat;
+
+namespace {
+
+#if MINIFLOAT_TEST_SANITIZE
+constexpr bool kSanitize = true;
+#else
+constexpr bool kSanitize = false;
+#endif
+
+template <class S>
+using bits_of = typename mf::source_layout<S>::bits;
+
+template <class S>
+bits_of<S> to_bits(S x) {
+  return std::bit_cast<bits_of<S>>(x);
+}
+
+const std::size_t kLengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000};
+const mf::rounding kModes[] = {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
+                               mf::rounding::stochastic};
+const mf::overflow kPolicies[] = {mf::overflow::saturate, mf::overflow::infinity};
+
+std::vector<mf::format> formats() {
+  std::vector<mf::format> v = {mf::binary16, mf::bfloat16, mf::e4m3, mf::e5m2, mf::fp_4_3_4, mf::fp_5_2_0, mf::fp_6_9_0,
+                               mf::binary32, mf::format{4, 0, 7, true, mf::specials::all_finite},
+                               mf::format{2, 1, 0, true, mf::specials::nan_only},
+                               mf::format{8, 22, 127, true, mf::specials::ieee}};
+  const std::size_t n = v.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    mf::format f = v[i];
+    f.subnormals = false;
+    v.push_back(f);
+  }
+  return v;
+}
+
+/// A value for f: specials, zeros, source subnormals, ties, the overflow threshold, values far
+/// outside the format, and ordinary values of its range.
+template <class S>
+S any_value(const mf::format& f, std::mt19937_64& rng) {
+  using L = std::numeric_limits<S>;
+  const S sign = (rng() & 1) ? S(-1) : S(1);
+  const int M = f.mantissa_bits;
+  switch (rng() % 16) {
+    case 0: return std::bit_cast<S>(static_cast<bits_of<S>>(to_bits(L::infinity()) | (rng() % 1000 + 1))) * sign;  // NaN
+    case 1: return sign * L::infinity();
+    case 2: return sign * S(0);
+    case 3: return sign * L::denorm_min() * static_cast<S>(rng() % 1000 + 1);
+    case 4: return std::bit_cast<S>(static_cast<bits_of<S>>(rng()));
+    case 5: {
+      const double t = f.overflow_threshold();
+      if (t > static_cast<double>(L::max())) return sign * L::max();
+      const S ts = static_cast<S>(t);
+      return sign * (rng() % 3 == 0 ? ts : rng() % 2 ? std::nextafter(ts, S(0)) : std::nextafter(ts, L::infinity()));
+    }
+    case 6: {  // a tie of the format's normal range
+      const int e = f.emin() + static_cast<int>(rng() % static_cast<unsigned>(f.emax() - f.emin() + 1));
+      const double j = static_cast<double>(rng() % (std::uint64_t{1} << M));
+      return sign * static_cast<S>(std::ldexp(1.0 + (j + 0.5) * std::ldexp(1.0, -M), e));
+    }
+    case 7: return sign * static_cast<S>(f.min_subnormal() * std::ldexp(static_cast<double>(rng() % 4096), -10));
+    default: {
+      const int lo = std::max(f.emin() - M - 3, L::min_exponent - 1);
+      const int e = lo + static_cast<int>(rng() % static_cast<unsigned>(std::min(f.emax() + 2, L::max_exponent - 2) - lo));
+      return sign * static_cast<S>(std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 11), -53), e));
+    }
+  }
+}
+
+/// Only zeros and finite values at or above the smallest normal: whole registers take the bulk
+/// kernels' single-binade path.
+template <class S>
+S normal_value(const mf::format& f, std::mt19937_64& rng) {
+  const S sign = (rng() & 1) ? S(-1) : S(1);
+  if (rng() % 50 == 0) return sign * S(0);
+  const int hi = std::min(f.emax() + 1, std::numeric_limits<S>::max_exponent - 2);
+  const int e = f.emin() + static_cast<int>(rng() % static_cast<unsigned>(hi - f.emin() + 1));
+  return sign * static_cast<S>(std::ldexp(1.0 + std::ldexp(static_cast<double>(rng() >> 11), -53), e));
+}
+
+template <class S>
+std::vector<S> make_values(const mf::format& f, std::size_t n, bool normal_only, std::mt19937_64& rng) {
+  std::vector<S> v(n);
+  for (auto& x : v) x = normal_only ? normal_value<S>(f, rng) : any_value<S>(f, rng);
+  return v;
+}
+
+template <class S>
+mf::rounding_stats hand_count(const mf::format& f, const std::vector<S>& in, const std::vector<S>& rounded) {
+  mf::rounding_stats st;
+  const double threshold = f.overflow_threshold();  // exact in double for these formats
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const double a = std::fabs(static_cast<double>(in[i]));
+    st.values += 1;
+    st.overflows += std::isnan(a) || a >= threshold;
+    st.underflows += std::isfinite(a) && a != 0 && rounded[i] == 0;
+    st.nans += std::isnan(a);
+    st.infinities += std::isinf(a);
+  }
+  return st;
+}
+
+std::string describe(const mf::rounding_stats& s) {
+  std::ostringstream o;
+  o << "{values " << s.values << ", overflows " << s.overflows << ", underflows " << s.underflows << ", nans " << s.nans
+    << ", infinities " << s.infinities << "}";
+  return o.str();
+}
+
+template <class S>
+void bulk_matches_scalar() {
+  std::mt19937_64 rng(sizeof(S) * 1000 + 1);
+  std::uint64_t spans = 0;
+  const auto all = formats();
+  for (std::size_t fi = 0; fi < all.size(); fi += kSanitize ? 3 : 1) {
+    const mf::format f = all[fi];
+    if (!mf::source_problem<S>(f).empty()) continue;
+    for (const auto mode : kModes)
+      for (const auto pol : kPolicies)
+        for (const std::size_t n : kLengths)
+          for (const bool normal_only : {false, true}) {
+            mf::rounding_options o;
+            o.mode = mode;
+            o.on_overflow = pol;
+            o.seed = rng();
+            o.index = rng() % 100000;
+            if (mode == mf::rounding::stochastic && rng() % 2 == 0)
+              o.random_bits = static_cast<int>(rng() % (sizeof(S) * 8 + 1));  // 0 (whole word) .. width
+            const std::vector<S> in = make_values<S>(f, n, normal_only, rng);
+            std::vector<S> want(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              mf::rounding_options oi = o;
+              oi.index = o.index + i;
+              want[i] = mf::round(in[i], f, oi);
+            }
+            INFO((sizeof(S) == 4 ? "float " : "double ") << mf::to_string(f) << " mode " << static_cast<int>(mode)
+                                                         << " policy " << static_cast<int>(pol) << " n " << n
+                                                         << (normal_only ? " normal-range values" : " mixed values"));
+            auto same = [&](const std::vector<S>& got) {
+              std::size_t bad = 0;
+              for (std::size_t i = 0; i < n; ++i) bad += to_bits(got[i]) != to_bits(want[i]);
+              return bad;
+            };
+            // Out of place, plain overload (output padded to catch writes past the span).
+            std::vector<S> out(n + 3, S(7));
+            mf::quantize(std::span<const S>(in), std::span<S>(out.data(), n), f, o);
+            CHECK(same(out) == 0);
+            CHECK((out[n] == S(7) && out[n + 1] == S(7) && out[n + 2] == S(7)));
+            // Out of place, counting overload: the same values, and the hand count.
+            std::vector<S> counted(n);
+            mf::rounding_stats st;
+            mf::quantize(std::span<const S>(in), std::span<S>(counted), f, o, st);
+            CHECK(same(counted) == 0);
+            const mf::rounding_stats expected = hand_count(f, in, want);
+            INFO("stats " << describe(st) << " expected " << describe(expected));
+            CHECK(st == expected);
+            // In place, both overloads.
+            std::vector<S> inplace = in;
+            mf::quantize(std::span<S>(inplace), f, o);
+            CHECK(same(inplace) == 0);
+            std::vector<S> inplace_counted = in;
+            mf::rounding_stats st2;
+            mf::quantize(std::span<S>(inplace_counted), f, o, st2);
+            CHECK(same(inplace_counted) == 0);
+            CHECK(st2 == expected);
+            // Through a prebuilt rounder, whose first index is options.index.
+            std::vector<S> via_rounder(n);
+            mf::quantize(std::span<const S>(in), std::span<S>(via_rounder), mf::rounder<S>(f, o));
+            CHECK(same(via_rounder) == 0);
+            ++spans;
+          }
+  }
+  CHECK(spans > (kSanitize ? 300u : 1500u));
+}
+
+}  // namespace
+
+TEST_CASE("bulk quantize agrees bit for bit with scalar round for every mode, format and policy (float)",
+          "[bulk][quantize]") {
+  bulk_matches_scalar<float>();
+}
+
+TEST_CASE("bulk quantize agrees bit for bit with scalar round for every mode, format and policy (double)",
+          "[bulk][quantize]") {
+  bulk_matches_scalar<double>();
+}
+
+TEST_CASE("bulk statistics add to what the stats object already holds", "[bulk][stats]") {
+  std::vector<float> v = {1.0f, 1e9f, std::numeric_limits<float>::quiet_NaN(), 1e-30f};
+  mf::rounding_stats st;
+  mf::quantize(std::span<const float>(v), std::span<float>(v), mf::binary16, {}, st);
+  mf::quantize(std::span<const float>(v), std::span<float>(v), mf::binary16, {}, st);
+  // Second pass sees 1, Inf (1e9 overflowed), NaN, 0.
+  CHECK(st.values == 8);
+  CHECK(st.overflows == 4);
+  CHECK(st.underflows == 1);
+  CHECK(st.nans == 2);
+  CHECK(st.infinities == 1);
+  CHECK(st.overflow_ratio() == 0.5);
+  CHECK(st.underflow_ratio() == 0.125);
+  CHECK(mf::rounding_stats{}.overflow_ratio() == 0.0);
+}
+
+TEST_CASE("bulk statistics count the §2 overflow threshold exactly at its edge", "[bulk][stats]") {
+  // fp(4,3,4): threshold 31. fp(5,2,0): 122880. binary16: 65520. All exact in float.
+  for (const auto& f : {mf::fp_4_3_4, mf::fp_5_2_0, mf::binary16, mf::e4m3}) {
+    const float t = static_cast<float>(f.overflow_threshold());
+    std::vector<float> v;
+    for (int i = 0; i < 40; ++i) {  // more than one register, edge values in every lane position
+      v.push_back(t);
+      v.push_back(std::nextafter(t, 0.0f));
+      v.push_back(-t);
+      v.push_back(-std::nextafter(t, 0.0f));
+      v.push_back(static_cast<float>(f.max_finite()));
+    }
+    for (auto mode : kModes) {
+      mf::rounding_stats st;
+      std::vector<float> out(v.size());
+      mf::rounding_options o;
+      o.mode = mode;
+      mf::quantize(std::span<const float>(v), std::span<float>(out), f, o, st);
+      INFO(mf::to_string(f) << " mode " << static_cast<int>(mode));
+      CHECK(st.values == 200);
+      CHECK(st.overflows == 80);
+      CHECK(st.underflows == 0);
+    }
+  }
+}
+
+TEST_CASE("bulk encode and decode agree with the scalar encode and decode", "[bulk][encode]") {
+  std::mt19937_64 rng(99);
+  for (const auto& f : formats()) {
+    if (f.bit_width() > 32) continue;
+    for (auto mode : kModes)
+      for (auto pol : kPolicies)
+        for (std::size_t n : kLengths) {
+          mf::rounding_options o;
+          o.mode = mode;
+          o.on_overflow = pol;
+          o.seed = 5;
+          o.index = 1000;
+          std::vector<float> in = make_values<float>(f, n, false, rng);
+          if (f.encoding == mf::specials::all_finite)  // NaN / Inf results have no code here
+            for (auto& x : in)
+              if (!std::isfinite(mf::round(x, f, o)) || !std::isfinite(x)) x = 1.0f;
+          if (f.encoding == mf::specials::all_finite && pol == mf::overflow::infinity && mode != mf::rounding::toward_zero)
+            for (auto& x : in)
+              if (std::fabs(static_cast<double>(x)) >= f.max_finite()) x = 0.5f;  // stochastic may still go up
+          std::vector<std::uint32_t> codes(n);
+          mf::encode(std::span<const float>(in), std::span<std::uint32_t>(codes), f, o);
+          std::vector<float> back(n);
+          mf::decode(std::span<const std::uint32_t>(codes), std::span<float>(back), f);
+          std::vector<double> back_d(n);
+          mf::decode(std::span<const std::uint32_t>(codes), std::span<double>(back_d), f);
+          std::size_t bad_code = 0, bad_decode = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            mf::rounding_options oi = o;
+            oi.index = o.index + i;
+            bad_code += codes[i] != mf::encode(in[i], f, oi);
+            const float d = mf::decode<float>(codes[i], f);
+            const double dd = mf::decode<double>(codes[i], f);
+            bad_decode += std::isnan(d) ? !(std::isnan(back[i]) && std::isnan(back_d[i]))
+                                        : (to_bits(d) != to_bits(back[i]) || to_bits(dd) != to_bits(back_d[i]));
+          }
+          INFO(mf::to_string(f) << " mode " << static_cast<int>(mode) << " n " << n);
+          CHECK(bad_code == 0);
+          CHECK(bad_decode == 0);
+        }
+  }
+}
+
+TEST_CASE("bulk kernels reject spans of different sizes and code types too narrow for the format", "[bulk][errors]") {
+  std::vector<float> a(16), b(17);
+  std::vector<double> ad(5), bd(4);
+  std::vector<std::uint16_t> c(16), c17(17);
+  std::vector<std::uint8_t> c8(16);
+  CHECK_THROWS_AS(mf::quantize(std::span<const float>(a), std::span<float>(b), mf::binary16), std::invalid_argument);
+  CHECK_THROWS_AS(mf::quantize(std::span<const double>(ad), std::span<double>(bd), mf::binary16), std::invalid_argument);
+  mf::rounding_stats st;
+  CHECK_THROWS_AS(mf::quantize(std::span<const float>(a), std::span<float>(b), mf::binary16, {}, st),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(mf::quantize(std::span<const float>(b), std::span<float>(a), mf::rounder<float>(mf::e4m3)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(mf::encode(std::span<const float>(a), std::span<std::uint16_t>(c17), mf::binary16),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(mf::decode(std::span<const std::uint16_t>(c17), std::span<float>(a), mf::binary16),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(mf::encode(std::span<const float>(a), std::span<std::uint8_t>(c8), mf::binary16),
+                  std::invalid_argument);
+  CHECK(st.values == 0);  // nothing was counted by the rejected call
+  CHECK_NOTHROW(mf::encode(std::span<const float>(a), std::span<std::uint8_t>(c8), mf::e4m3));
+  CHECK_NOTHROW(mf::encode(std::span<const float>(a), std::span<std::uint16_t>(c), mf::binary16));
+}
+
+namespace {
+
+template <mf::rounding Mode, mf::detail::lane_path Path>
+std::uint32_t round_path(const mf::rounding_plan<float>& plan, std::uint32_t u, std::uint32_t r) {
+  return mf::detail::round_bits<Mode, Path>(plan, u, r);
+}
+
+/// round_bits through `Path` and through lane_path::any, for the plan's mode.
+template <mf::detail::lane_path Path>
+std::pair<std::uint32_t, std::uint32_t> both_paths(const mf::rounding_plan<float>& plan, std::uint32_t u,
+                                                   std::uint32_t r) {
+  using mf::detail::lane_path;
+  switch (plan.mode) {
+    case mf::rounding::nearest_even:
+      return {round_path<mf::rounding::nearest_even, Path>(plan, u, r),
+              round_path<mf::rounding::nearest_even, lane_path::any>(plan, u, r)};
+    case mf::rounding::nearest_away:
+      return {round_path<mf::rounding::nearest_away, Path>(plan, u, r),
+              round_path<mf::rounding::nearest_away, lane_path::any>(plan, u, r)};
+    case mf::rounding::toward_zero:
+      return {round_path<mf::rounding::toward_zero, Path>(plan, u, r),
+              round_path<mf::rounding::toward_zero, lane_path::any>(plan, u, r)};
+    case mf::rounding::stochastic:
+      return {round_path<mf::rounding::stochastic, Path>(plan, u, r),
+              round_path<mf::rounding::stochastic, lane_path::any>(plan, u, r)};
+  }
+  return {0, 1};
+}
+
+/// Checks that round_bits<Mode, Path> equals round_bits<Mode, any> on inputs drawn by `draw`
+/// (which returns false for inputs outside the path's documented precondition).
+template <mf::detail::lane_path Path, class Draw>
+void path_agrees_with_general(bool need_mantissa_bit, Draw&& draw) {
+  std::mt19937_64 rng(17);
+  std::uint64_t checked = 0, differ = 0;
+  std::string first;
+  for (const auto& f : formats()) {
+    if (need_mantissa_bit && f.mantissa_bits < 1) continue;
+    for (const auto pol : kPolicies)
+      for (int R : {0, 5, 32}) {
+        mf::rounding_options o;
+        o.on_overflow = pol;
+        o.random_bits = R;
+        for (const auto mode : kModes) {
+          o.mode = mode;
+          const auto plan = mf::make_plan<float>(f, o);
+          for (int i = 0; i < (kSanitize ? 200 : 3000); ++i) {
+            float x;
+            if (!draw(f, rng, x)) continue;
+            const auto u = to_bits(x), r = static_cast<std::uint32_t>(rng());
+            const auto [a, b] = both_paths<Path>(plan, u, r);
+            ++checked;
+            if (a != b && differ++ < 5) {
+              std::ostringstream s;
+              s << "\n  " << mf::to_string(f) << " mode " << static_cast<int>(mode) << std::hex << " u=0x" << u
+                << " r=0x" << r << " narrowed path=0x" << a << " general=0x" << b;
+              first += s.str();
+            }
+          }
+        }
+      }
+  }
+  INFO(checked << " checked, " << differ << " differ" << first);
+  CHECK(differ == 0);
+  CHECK(checked > 10000);
+}
+
+}  // namespace
+
+TEST_CASE("the single-binade fast path gives the general path's bits on normal-range inputs", "[bulk][core]") {
+  // round.hpp: lane_path::plain gives lane_path::any's bits when every input is zero or at least
+  // the smallest normal and below the overflow threshold, and the format has a mantissa bit.
+  path_agrees_with_general<mf::detail::lane_path::plain>(true, [](const mf::format& f, std::mt19937_64& rng, float& x) {
+    x = normal_value<float>(f, rng);
+    return std::fabs(static_cast<double>(x)) < f.overflow_threshold();
+  });
+}
+
+TEST_CASE("the finite-input path gives the general path's bits on every finite input", "[bulk][core]") {
+  // round.hpp: lane_path::finite gives lane_path::any's bits when no input is NaN or Inf —
+  // zeros, source subnormals, the format's subnormal range, ties and overflows included.
+  path_agrees_with_general<mf::detail::lane_path::finite>(false, [](const mf::format& f, std::mt19937_64& rng, float& x) {
+    x = any_value<float>(f, rng);
+    return static_cast<bool>(std::isfinite(x));
+  });
+}
