@@ -22,23 +22,15 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 
 namespace {
 
-#if MINIFLOAT_TEST_SANITIZE
-constexpr bool kSanitize = true;
-#else
-constexpr bool kSanitize = false;
-#endif
-
-template <class S>
-using bits_of = typename mf::source_layout<S>::bits;
-
-template <class S>
-bits_of<S> to_bits(S x) {
-  return std::bit_cast<bits_of<S>>(x);
-}
+constexpr bool kSanitize = test_support::sanitize;
+using test_support::bits_of;
+using test_support::to_bits;
 
 const std::size_t kLengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000};
 const mf::rounding kModes[] = {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,

@@ -30,18 +30,14 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 
 namespace {
 
-#if MINIFLOAT_TEST_SANITIZE
-constexpr bool kSanitize = true;
-#else
-constexpr bool kSanitize = false;
-#endif
-
-template <class S>
-using bits_of = std::conditional_t<sizeof(S) == 4, std::uint32_t, std::uint64_t>;
+constexpr bool kSanitize = test_support::sanitize;
+using test_support::bits_of;
 
 template <class S>
 bits_of<S> to_bits(S x) {

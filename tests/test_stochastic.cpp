@@ -21,23 +21,15 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 
 namespace {
 
-#if MINIFLOAT_TEST_SANITIZE
-constexpr bool kSanitize = true;
-#else
-constexpr bool kSanitize = false;
-#endif
-
-template <class S>
-using bits_of = typename mf::source_layout<S>::bits;
-
-template <class S>
-bits_of<S> to_bits(S x) {
-  return std::bit_cast<bits_of<S>>(x);
-}
+constexpr bool kSanitize = test_support::sanitize;
+using test_support::bits_of;
+using test_support::to_bits;
 
 template <class S>
 constexpr int kWidth = static_cast<int>(sizeof(S) * 8);
