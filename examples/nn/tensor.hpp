@@ -1,0 +1,43 @@
+// nn/tensor.hpp — the float32 NCHW tensor every layer reads and writes.
+//
+// A shape and a contiguous vector, nothing more: layers own their outputs and reuse the storage
+// from step to step, so resize() only allocates when a batch grows. A matrix of n rows
+// ("features") is the shape {n, features, 1, 1}; a linear layer reads any shape as
+// {n, c*h*w}, which is how flattening happens.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace nn {
+
+struct shape4 {
+  std::size_t n = 0, c = 0, h = 1, w = 1;
+
+  [[nodiscard]] constexpr std::size_t numel() const { return n * c * h * w; }
+  /// Elements of one sample (one image, one row).
+  [[nodiscard]] constexpr std::size_t sample_numel() const { return c * h * w; }
+  [[nodiscard]] constexpr std::size_t plane() const { return h * w; }
+  friend constexpr bool operator==(const shape4&, const shape4&) = default;
+};
+
+struct tensor {
+  shape4 shape;
+  std::vector<float> values;
+
+  tensor() = default;
+  explicit tensor(shape4 s, float fill = 0.0f) : shape(s), values(s.numel(), fill) {}
+
+  void resize(shape4 s) {
+    shape = s;
+    values.resize(s.numel());
+  }
+  [[nodiscard]] std::span<float> span() { return values; }
+  [[nodiscard]] std::span<const float> span() const { return values; }
+  [[nodiscard]] float* data() { return values.data(); }
+  [[nodiscard]] const float* data() const { return values.data(); }
+  [[nodiscard]] std::size_t numel() const { return values.size(); }
+};
+
+}  // namespace nn
