@@ -1,0 +1,551 @@
+// train — trains the example MLP or CNN on Fashion-MNIST with a precision assignment of the
+// precision-assignment paper (fp32, all-high, uniform, operator-based and its variant, or the
+// paper's size-ordered demotion with overflow-driven promotion), dynamic loss scaling and FP32
+// master weights. The layers (examples/nn/) call a rounding hook per tensor; this program wires
+// that hook to minifloat::training sites. `train --help` explains every flag; docs/training.md
+// the rules.
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <minifloat/training/training.hpp>
+
+#include "data/batches.hpp"
+#include "data/fashion_mnist.hpp"
+#include "nn/gemm.hpp"
+#include "nn/hooks.hpp"
+#include "nn/loss.hpp"
+#include "nn/models.hpp"
+#include "nn/schedule.hpp"
+#include "nn/sgd.hpp"
+
+namespace mt = minifloat::training;
+
+namespace {
+
+constexpr std::string_view help_text = R"(usage: train [flags]
+
+Trains an example network on Fashion-MNIST with a low-precision assignment of the
+precision-assignment paper, emulated by minifloat (docs/training.md has the rules).
+
+model and data
+  --model mlp|cnn            network (default mlp): MLP 784-512-512-10, or CNN
+                             conv-bn-relu-pool x2 + linear (examples/nn/models.hpp)
+  --width W                  width multiplier, > 0 (default 1): narrower models are
+                             harder to train in low precision
+  --data-dir PATH            Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)
+  --train-limit N            use only the first N training images (default 0 = all 60000)
+  --test-limit N             use only the first N test images (default 0 = all 10000)
+
+precision
+  --assignment NAME          fp32       every tensor fp32 (rounding off)
+                             all-high   every tensor in the high format fp(6,9,0)
+                             uniform    every tensor low except weight gradients
+                             op         operator-based: inputs of every GEMM but the first
+                                        and last low (input activation, weights, output gradient)
+                             op-variant op plus those GEMMs' outputs and input gradients
+                             ours       size-ordered demotion to ratio r (default)
+                             low formats: fp(4,3,4) for activations and weights, fp(5,2,0)
+                             for activation gradients; weight gradients stay high
+  --ratio R                  ours: demote tensor groups until the demoted share of all
+                             elements reaches R, in [0, 1] (default 0.5)
+  --order decreasing|increasing|random
+                             ours: demotion order of the groups (default decreasing, the
+                             paper's; random draws the order from --seed)
+  --rounding nearest-even|nearest-away|stochastic
+                             rounding mode of every tensor (default nearest-even;
+                             nearest-away reproduces the paper's reference code)
+  --promotion on|off         promote a low activation or weight to high precision for good
+                             once its overflow ratio in a step reaches theta (default on)
+  --theta T                  promotion threshold in [0, 1] (default 0.01)
+
+optimisation
+  --loss-scaling on|off      dynamic loss scaling with GradScaler's rules (default on, off for fp32)
+  --init-scale S             initial loss scale (default 65536)
+  --growth-interval N        successful steps between scale growths (default one epoch)
+  --epochs N                 (default 10)
+  --batch-size N             (default 128)
+  --lr LR                    peak learning rate of the cosine schedule (default 0.05)
+  --momentum M               SGD momentum (default 0.9)
+  --weight-decay WD          (default 5e-4)
+  --seed N                   initialisation, data order, stochastic rounding and random
+                             demotion order (default 1)
+  --threads N                threads that share the rounding of large tensors (default 1;
+                             the layers' GEMMs run on the calling thread)
+
+output
+  --csv PATH                 write one row per epoch to PATH
+  --quiet                    only the per-epoch lines
+  --help                     this text
+
+Each epoch prints: train loss and accuracy, test accuracy, the low-precision ratio (bits,
+averaged over the epoch's steps), promotions (this epoch / total), the loss scale and the
+steps it skipped, the three largest overflow ratios of forward tensors (maximum over the
+epoch's steps), and the time.
+)";
+
+enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours };
+
+struct config {
+  std::string model = "mlp";
+  double width = 1.0;
+  std::string data_dir{data::fashion_mnist_dir};
+  std::size_t train_limit = 0, test_limit = 0;
+  assignment_kind assignment = assignment_kind::ours;
+  double ratio = 0.5;
+  mt::demotion_order order = mt::demotion_order::decreasing;
+  minifloat::rounding mode = minifloat::rounding::nearest_even;
+  bool promotion = true;
+  double theta = 0.01;
+  std::optional<bool> loss_scaling;  // unset: on except for fp32
+  float init_scale = 65536.0f;
+  std::size_t growth_interval = 0;  // 0: one epoch
+  std::size_t epochs = 10, batch_size = 128;
+  double lr = 0.05, momentum = 0.9, weight_decay = 5e-4;
+  std::uint64_t seed = 1;
+  std::size_t threads = 1;
+  std::string csv;
+  bool quiet = false;
+};
+
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <class T>
+T parse_number(std::string_view flag, std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw usage_error(std::string(flag) + " expects a number, got '" + std::string(text) + "'");
+  return value;
+}
+
+double parse_in(std::string_view flag, std::string_view text, double lo, double hi) {
+  const double v = parse_number<double>(flag, text);
+  if (!(v >= lo && v <= hi))
+    throw usage_error(std::string(flag) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                      std::string(text));
+  return v;
+}
+
+double parse_positive(std::string_view flag, std::string_view text) {
+  const double v = parse_number<double>(flag, text);
+  if (!(v > 0.0) || !std::isfinite(v)) throw usage_error(std::string(flag) + " must be positive, got " + std::string(text));
+  return v;
+}
+
+std::size_t parse_count(std::string_view flag, std::string_view text, std::size_t min) {
+  const auto v = parse_number<std::size_t>(flag, text);
+  if (v < min) throw usage_error(std::string(flag) + " must be at least " + std::to_string(min) + ", got " + std::string(text));
+  return v;
+}
+
+bool parse_switch(std::string_view flag, std::string_view text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  throw usage_error(std::string(flag) + " expects on or off, got '" + std::string(text) + "'");
+}
+
+template <class T>
+T parse_choice(std::string_view flag, std::string_view text, std::initializer_list<std::pair<std::string_view, T>> choices) {
+  std::string names;
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  throw usage_error(std::string(flag) + " expects one of " + names + ", got '" + std::string(text) + "'");
+}
+
+std::optional<config> parse_args(int argc, char** argv) {
+  config c;
+  bool ratio_given = false, order_given = false, theta_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") return std::nullopt;
+    if (arg == "--quiet") {
+      c.quiet = true;
+      continue;
+    }
+    if (!arg.starts_with("--")) throw usage_error("unexpected argument '" + std::string(arg) + "'");
+    std::string_view flag = arg, value;
+    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else {
+      if (i + 1 >= argc) throw usage_error(std::string(flag) + " needs a value");
+      value = argv[++i];
+    }
+    if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
+    else if (flag == "--width") c.width = parse_positive(flag, value);
+    else if (flag == "--data-dir") c.data_dir = value;
+    else if (flag == "--train-limit") c.train_limit = parse_count(flag, value, 0);
+    else if (flag == "--test-limit") c.test_limit = parse_count(flag, value, 0);
+    else if (flag == "--assignment")
+      c.assignment = parse_choice<assignment_kind>(flag, value,
+                                                   {{"fp32", assignment_kind::fp32},
+                                                    {"all-high", assignment_kind::all_high},
+                                                    {"uniform", assignment_kind::uniform},
+                                                    {"op", assignment_kind::op},
+                                                    {"op-variant", assignment_kind::op_variant},
+                                                    {"ours", assignment_kind::ours}});
+    else if (flag == "--ratio") {
+      c.ratio = parse_in(flag, value, 0.0, 1.0);
+      ratio_given = true;
+    } else if (flag == "--order") {
+      c.order = parse_choice<mt::demotion_order>(flag, value,
+                                                 {{"decreasing", mt::demotion_order::decreasing},
+                                                  {"increasing", mt::demotion_order::increasing},
+                                                  {"random", mt::demotion_order::random}});
+      order_given = true;
+    }
+    else if (flag == "--rounding")
+      c.mode = parse_choice<minifloat::rounding>(flag, value,
+                                                 {{"nearest-even", minifloat::rounding::nearest_even},
+                                                  {"nearest-away", minifloat::rounding::nearest_away},
+                                                  {"stochastic", minifloat::rounding::stochastic}});
+    else if (flag == "--promotion") c.promotion = parse_switch(flag, value);
+    else if (flag == "--theta") {
+      c.theta = parse_in(flag, value, 0.0, 1.0);
+      theta_given = true;
+    }
+    else if (flag == "--loss-scaling") c.loss_scaling = parse_switch(flag, value);
+    else if (flag == "--init-scale") c.init_scale = static_cast<float>(parse_positive(flag, value));
+    else if (flag == "--growth-interval") c.growth_interval = parse_count(flag, value, 1);
+    else if (flag == "--epochs") c.epochs = parse_count(flag, value, 1);
+    else if (flag == "--batch-size") c.batch_size = parse_count(flag, value, 1);
+    else if (flag == "--lr") c.lr = parse_positive(flag, value);
+    else if (flag == "--momentum") c.momentum = parse_in(flag, value, 0.0, 1.0);
+    else if (flag == "--weight-decay") c.weight_decay = parse_in(flag, value, 0.0, 1.0);
+    else if (flag == "--seed") c.seed = parse_number<std::uint64_t>(flag, value);
+    else if (flag == "--threads") c.threads = std::min<std::size_t>(parse_count(flag, value, 1), 256);
+    else if (flag == "--csv") c.csv = value;
+    else throw usage_error("unknown flag '" + std::string(flag) + "'");
+  }
+  if ((ratio_given || order_given) && c.assignment != assignment_kind::ours)
+    throw usage_error("--ratio and --order apply to --assignment ours only");
+  if (theta_given && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
+  if (!std::isfinite(c.init_scale)) throw usage_error("--init-scale must be a finite float");
+  return c;
+}
+
+std::string_view name_of(assignment_kind a) {
+  switch (a) {
+    case assignment_kind::fp32: return "fp32";
+    case assignment_kind::all_high: return "all-high";
+    case assignment_kind::uniform: return "uniform";
+    case assignment_kind::op: return "op";
+    case assignment_kind::op_variant: return "op-variant";
+    case assignment_kind::ours: return "ours";
+  }
+  return "?";
+}
+
+std::string_view name_of(mt::demotion_order o) {
+  switch (o) {
+    case mt::demotion_order::decreasing: return "decreasing";
+    case mt::demotion_order::increasing: return "increasing";
+    case mt::demotion_order::random: return "random";
+  }
+  return "?";
+}
+
+/// The training layer's graph of the example model, and for each of the model's dense site ids
+/// the graph's site.
+struct wired_graph {
+  mt::graph graph;
+  std::vector<mt::site_id> site_of;
+};
+
+wired_graph describe(const nn::model_description& d) {
+  wired_graph w;
+  w.site_of.assign(d.sites.size(), mt::no_site);
+  for (std::size_t k = 0; k < d.modules.size(); ++k) {
+    const nn::module_info& m = d.modules[k];
+    const std::size_t idx =
+        k == 0 ? w.graph.add_input(m.name, m.y_numel)
+               : w.graph.add_module(m.name, m.gemm ? mt::module_kind::gemm : mt::module_kind::other, m.y_numel,
+                                    m.gy_site.has_value(), m.input);
+    const mt::module& gm = w.graph.module_at(idx);
+    w.site_of.at(m.y_site) = gm.y;
+    if (m.gy_site) w.site_of.at(*m.gy_site) = gm.gy;
+    for (const nn::parameter_info& p : m.parameters) {
+      w.site_of.at(p.p_site) = w.graph.add_parameter(idx, p.name, p.numel);
+      w.site_of.at(p.gp_site) = w.graph.module_at(idx).param_grads.back();
+    }
+  }
+  if (std::find(w.site_of.begin(), w.site_of.end(), mt::no_site) != w.site_of.end())
+    throw std::logic_error("train: a site of the model has no counterpart in the training graph");
+  return w;
+}
+
+/// The model's rounding hook: every tensor goes through its site. Training passes count (the
+/// overflow ratios promotion reads); evaluation passes do not. Large tensors are cut into one
+/// chunk per thread; the site's offsets keep stochastic rounding identical to one call.
+class site_hooks final : public nn::rounding_hooks {
+ public:
+  site_hooks(mt::graph& g, const std::vector<mt::site_id>& site_of, std::size_t threads)
+      : g_(g), site_of_(site_of), threads_(threads) {}
+
+  void set_counting(bool on) { counting_ = on; }
+
+  void round(const nn::tensor_site& s, std::span<float> values) override {
+    mt::site& t = g_.at(site_of_.at(s.id));
+    if (!t.enabled()) return;
+    if (threads_ < 2 || values.size() < parallel_threshold) {
+      if (counting_) t.apply(values);
+      else t.apply_uncounted(values);
+      return;
+    }
+    const std::size_t chunk = (values.size() + threads_ - 1) / threads_;
+    std::vector<minifloat::rounding_stats> local(threads_);
+    auto work = [&](std::size_t c) {
+      const std::size_t begin = c * chunk;
+      if (begin >= values.size()) return;
+      const auto part = values.subspan(begin, std::min(chunk, values.size() - begin));
+      if (counting_) t.apply(part, begin, local[c]);
+      else t.apply_uncounted(part, begin);
+    };
+    {
+      std::vector<std::jthread> helpers;
+      for (std::size_t c = 1; c < threads_; ++c) helpers.emplace_back(work, c);
+      work(0);
+    }  // joined here
+    if (counting_)
+      for (const auto& st : local) t.add_stats(st);
+  }
+
+ private:
+  // Below this a thread costs more than the rounding it would share.
+  static constexpr std::size_t parallel_threshold = std::size_t{1} << 16;
+  mt::graph& g_;
+  const std::vector<mt::site_id>& site_of_;
+  std::size_t threads_;
+  bool counting_ = true;
+};
+
+data::image_dataset limited(data::image_dataset d, std::size_t limit) {
+  if (limit == 0 || limit >= d.size()) return d;
+  d.labels.resize(limit);
+  d.pixels.resize(limit * d.image_numel());
+  return d;
+}
+
+struct eval_result {
+  double loss = 0, accuracy = 0;
+};
+
+eval_result evaluate(nn::sequential& net, const data::image_dataset& set, site_hooks& hooks) {
+  hooks.set_counting(false);
+  data::batch_loader loader(set, {.batch_size = 500, .shuffle = false});
+  loader.start_epoch(0);
+  nn::tensor x;
+  std::vector<std::int32_t> y;
+  nn::softmax_cross_entropy loss;
+  double sum = 0;
+  std::size_t correct = 0;
+  for (std::size_t b = 0; b < loader.batches(); ++b) {
+    loader.gather(b, x, y);
+    sum += loss.forward(net.forward(x, hooks, nn::mode::eval), y) * static_cast<double>(y.size());
+    correct += loss.correct();
+  }
+  hooks.set_counting(true);
+  const double n = static_cast<double>(set.size());
+  return {sum / n, static_cast<double>(correct) / n};
+}
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string csv_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+int run(const config& c) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const data::image_dataset train_set = limited(data::load_fashion_mnist(data::split::train, c.data_dir), c.train_limit);
+  const data::image_dataset test_set = limited(data::load_fashion_mnist(data::split::test, c.data_dir), c.test_limit);
+
+  nn::sequential net = c.model == "mlp" ? nn::make_mlp({.width = c.width, .seed = c.seed})
+                                        : nn::make_cnn({.width = c.width, .seed = c.seed});
+  const nn::model_description desc = net.describe(c.batch_size);
+  wired_graph wired = describe(desc);
+  mt::graph& g = wired.graph;
+  const auto groups = mt::group_tensors(g);
+
+  std::vector<std::size_t> demoted;
+  switch (c.assignment) {
+    case assignment_kind::fp32: mt::disable_rounding(g); break;
+    case assignment_kind::all_high: mt::apply(g, mt::all_high(g)); break;
+    case assignment_kind::uniform: mt::apply(g, mt::uniform(g)); break;
+    case assignment_kind::op: mt::apply(g, mt::operator_based(g)); break;
+    case assignment_kind::op_variant: mt::apply(g, mt::operator_based_variant(g)); break;
+    case assignment_kind::ours: {
+      const auto res = mt::demote_by_size(g, groups, c.ratio, c.order, c.seed);
+      mt::apply(g, res.levels);
+      demoted = res.groups_demoted;
+      break;
+    }
+  }
+  for (mt::site& s : g.sites()) s.set_mode(c.mode);
+  g.seed_sites(c.seed);
+
+  data::batch_loader loader(train_set, {.batch_size = c.batch_size, .seed = c.seed});
+  const std::size_t steps_per_epoch = loader.batches();
+  const bool scaling = c.loss_scaling.value_or(c.assignment != assignment_kind::fp32);
+  mt::loss_scaler scaler({c.init_scale, 2.0f, 0.5f,
+                          static_cast<std::int64_t>(c.growth_interval ? c.growth_interval : steps_per_epoch), scaling});
+  mt::overflow_promotion promo(c.theta);
+  nn::sgd opt({.momentum = static_cast<float>(c.momentum), .weight_decay = static_cast<float>(c.weight_decay)});
+  const nn::cosine_schedule schedule{.base_lr = c.lr, .total = c.epochs * steps_per_epoch};
+  site_hooks hooks(g, wired.site_of, c.threads);
+
+  if (!c.quiet) {
+    std::printf("train: %s width %g (%zu parameters), Fashion-MNIST %zu train / %zu test, batch %zu, %zu epochs, GEMM %s\n",
+                c.model.c_str(), c.width, net.parameter_count(), train_set.size(), test_set.size(), c.batch_size, c.epochs,
+                std::string(nn::name(nn::default_gemm_backend())).c_str());
+    std::printf("assignment %s", std::string(name_of(c.assignment)).c_str());
+    if (c.assignment == assignment_kind::ours)
+      std::printf(" r=%g order=%s", c.ratio, std::string(name_of(c.order)).c_str());
+    std::printf(", rounding %s, promotion %s", c.mode == minifloat::rounding::nearest_even ? "nearest-even"
+                                               : c.mode == minifloat::rounding::nearest_away ? "nearest-away"
+                                                                                             : "stochastic",
+                c.promotion ? ("theta=" + format_number(c.theta)).c_str() : "off");
+    std::printf(", loss scaling %s (init %g, growth interval %lld)\n", scaling ? "on" : "off",
+                static_cast<double>(c.init_scale), static_cast<long long>(scaler.options().growth_interval));
+    const auto total = mt::total_size(groups);
+    std::printf("tensor groups (%zu elements at batch %zu):\n", static_cast<std::size_t>(total), c.batch_size);
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      const bool low = std::find(demoted.begin(), demoted.end(), k) != demoted.end();
+      std::printf("  G%-2zu %-8s %10llu elements (%5.1f%%) %zu sites%s\n", k, groups[k].name.c_str(),
+                  static_cast<unsigned long long>(groups[k].size), 100.0 * static_cast<double>(groups[k].size) / static_cast<double>(total),
+                  groups[k].sites.size(), low ? "  demoted" : "");
+    }
+    std::string low_names;
+    for (const mt::site& s : g.sites())
+      if (s.is_low()) low_names += " " + s.name();
+    std::printf("low tensors:%s\n", low_names.empty() ? " none" : low_names.c_str());
+    std::printf("initial low-precision ratio %.4f\n", mt::measure_footprint(g.sites()).low_ratio());
+  }
+
+  std::ofstream csv;
+  if (!c.csv.empty()) {
+    csv.open(c.csv);
+    if (!csv) throw std::runtime_error("cannot write '" + c.csv + "'");
+    csv << "epoch,train_loss,train_acc,test_loss,test_acc,low_ratio,model_bits,promotions,promotions_total,"
+           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds\n";
+  }
+
+  const auto params = net.parameters();
+  nn::softmax_cross_entropy loss;
+  nn::tensor x;
+  std::vector<std::int32_t> y;
+  std::uint64_t step = 0;
+  for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    loader.start_epoch(epoch);
+    mt::footprint_accumulator footprint;
+    std::vector<double> max_overflow(g.sites().size(), 0.0);
+    const std::size_t promotions_before = promo.log().size();
+    std::size_t skipped = 0, correct = 0, seen = 0;
+    double loss_sum = 0;
+    double lr = 0;
+    for (std::size_t b = 0; b < steps_per_epoch; ++b, ++step) {
+      loader.gather(b, x, y);
+      g.begin_step(step);
+      // Forward: the model copies each master `value` into `used` and rounds it (P), then every
+      // output (Y); backward rounds every GY and GP. Loss scaling multiplies dLoss/dlogits.
+      loss_sum += loss.forward(net.forward(x, hooks, nn::mode::train), y) * static_cast<double>(y.size());
+      correct += loss.correct();
+      seen += y.size();
+      net.backward(loss.backward(scaler.scale()), hooks);
+      for (nn::parameter* p : params) scaler.unscale(p->grad);  // before weight decay and the update
+      lr = schedule(step);
+      if (scaler.should_step()) opt.step(params, static_cast<float>(lr));
+      else ++skipped;
+      scaler.update();
+      if (c.promotion) promo.promote(g.sites(), step);
+      footprint.add(mt::measure_footprint(g.sites()));
+      for (std::size_t s = 0; s < g.sites().size(); ++s)
+        max_overflow[s] = std::max(max_overflow[s], g.sites()[s].overflow_ratio());
+    }
+    const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto t1 = std::chrono::steady_clock::now();
+    const eval_result test = evaluate(net, test_set, hooks);
+    const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+
+    std::vector<std::size_t> top;
+    for (std::size_t s = 0; s < g.sites().size(); ++s)
+      if (mt::is_forward(g.sites()[s].kind()) && g.sites()[s].enabled() && max_overflow[s] > 0) top.push_back(s);
+    std::sort(top.begin(), top.end(), [&](std::size_t a, std::size_t b) { return max_overflow[a] > max_overflow[b]; });
+    std::string top_text, top_csv;
+    for (std::size_t k = 0; k < std::min<std::size_t>(top.size(), 5); ++k) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "%s=%.3g", g.sites()[top[k]].name().c_str(), max_overflow[top[k]]);
+      if (k < 3) top_text += (k ? " " : "") + std::string(buf);
+      top_csv += (k ? ";" : "") + std::string(buf);
+    }
+    const double train_loss = loss_sum / static_cast<double>(seen);
+    const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);
+    const std::size_t promoted = promo.log().size() - promotions_before;
+    std::printf("epoch %3zu  loss %.4f  train %.4f  test %.4f  lowp %.4f  promoted %zu/%zu  scale %g skipped %zu  "
+                "overflow [%s]  %.1fs+%.1fs\n",
+                epoch + 1, train_loss, train_acc, test.accuracy, footprint.mean_low_ratio(), promoted, promo.log().size(),
+                static_cast<double>(scaler.scale()), skipped, top_text.empty() ? "none" : top_text.c_str(), train_seconds,
+                eval_seconds);
+    if (!c.quiet)
+      for (std::size_t k = promotions_before; k < promo.log().size(); ++k)
+        std::printf("  promoted %s at step %llu (overflow ratio %.4g)\n", promo.log()[k].site.c_str(),
+                    static_cast<unsigned long long>(promo.log()[k].step), promo.log()[k].overflow_ratio);
+    std::fflush(stdout);
+    if (csv) {
+      char row[512];
+      std::snprintf(row, sizeof row, "%zu,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%zu,%zu,%g,%zu,%.6g,", epoch + 1, train_loss,
+                    train_acc, test.loss, test.accuracy, footprint.mean_low_ratio(), footprint.mean_total_bits(), promoted,
+                    promo.log().size(), static_cast<double>(scaler.scale()), skipped, lr);
+      csv << row << csv_quote(top_csv) << ',' << train_seconds << ',' << eval_seconds << '\n';
+      csv.flush();
+    }
+  }
+  if (!c.quiet)
+    std::printf("done in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::optional<config> c = parse_args(argc, argv);
+    if (!c) {
+      std::fputs(help_text.data(), stdout);
+      return 0;
+    }
+    return run(*c);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "train: %s (see train --help)\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: %s\n", e.what());
+    return 1;
+  }
+}
