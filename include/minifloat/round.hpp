@@ -220,29 +220,28 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   const L sig = a - base;
   // Clamped so shifts stay defined: at P + 2 dropped bits every significand is below half a step.
   const L step_shift = lane_min(drop, zero + bits{P + 2});
-  const L step = one << step_shift;
-  const L rem = sig & (step - 1);
-  const L kept = sig - rem;
+  [[maybe_unused]] L round_up;  // stochastic: all ones where the result moves one step away from zero
+  const L below = (one << step_shift) - 1;  // the dropped bits
 
-  L round_up;  // a mask: all ones where the result moves one step away from zero
+  L rounded;
   if constexpr (Mode == rounding::toward_zero) {
-    round_up = zero;
+    rounded = sig & ~below;
   } else if constexpr (Mode == rounding::nearest_even) {
-    const L half = step >> 1;
-    const L odd = (sig >> step_shift) & 1;
-    round_up = select(rem > half - odd, ~zero, zero);  // odd: rem >= half; even: rem > half
+    // Add just under half a step, or exactly half when the kept part is odd: a tie then carries
+    // only from an odd kept part. With nothing dropped the addend is 0.
+    rounded = (sig + ((below + ((sig >> step_shift) & 1)) >> 1)) & ~below;
   } else if constexpr (Mode == rounding::nearest_away) {
-    round_up = select(rem > (step >> 1) - 1, ~zero, zero);  // no step (drop = 0): never
+    rounded = (sig + ((below + 1) >> 1)) & ~below;
   } else {
     // The fraction rem / 2^drop as a W-bit fixed-point number, compared with the random word;
     // both keep only their top random_bits, so P(up) = floor(fraction * 2^random_bits) / 2^random_bits.
+    const L rem = sig & below;
     const L left = lane_min(zero + bits{W} - lane_min(drop, zero + bits{W}), zero + bits{W - 1});
     const L right = lane_min(lane_max(drop, zero + bits{W}) - bits{W}, zero + bits{W - 1});
     const L fraction = select(drop <= bits{W}, rem << left, rem >> right);
     round_up = select((random & p.random_mask) < (fraction & p.random_mask), ~zero, zero);
+    rounded = (sig - rem) + (round_up & (below + 1));
   }
-
-  const L rounded = kept + (round_up & step);
   L result = select(rounded == zero, zero, base + rounded);
   if constexpr (Mode == rounding::stochastic) {
     // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
