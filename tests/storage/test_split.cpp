@@ -1,0 +1,296 @@
+// Extra-mantissa split storage: exhaustive bf16 + 16 and fp16 + 13 over every fp32 bit pattern,
+// the general rule (reconstruct = x rounded toward zero to fp(E, M + n, bias)), special values,
+// the stochastic split's unbiasedness and un-round recovery, and the layout's validation.
+#include <catch2/catch.hpp>
+
+#include <minifloat/minifloat.hpp>
+#include <minifloat/storage/split.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace ms = minifloat::storage;
+using minifloat::format;
+
+namespace {
+
+struct split_words {
+  std::vector<std::uint32_t> visible, extra;
+  split_words(std::size_t n, const ms::split_layout& l)
+      : visible(ms::packed_words(n, l.visible_bits())), extra(ms::packed_words(n, l.extra_bits)) {}
+};
+
+std::vector<float> round_trip(const std::vector<float>& x, const ms::split_layout& l, const ms::split_options& o = {}) {
+  split_words w(x.size(), l);
+  ms::split(x, l, w.visible, w.extra, o);
+  std::vector<float> out(x.size());
+  ms::reconstruct(w.visible, w.extra, l, out);
+  return out;
+}
+
+/// x rounded toward zero to the layout's restored format: what reconstruct must return.
+std::vector<float> truncated(const std::vector<float>& x, const format& f) {
+  std::vector<float> out(x.size());
+  minifloat::quantize(std::span<const float>(x), std::span<float>(out), f,
+                      {minifloat::rounding::toward_zero, minifloat::overflow::infinity});
+  return out;
+}
+
+bool same(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b);
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+/// Sweeps fp32 bit patterns j * stride (mod 2^32), j < 2^32 / stride, in blocks of 2^20 spread
+/// over the hardware threads; check(x, reconstructed, counts) tallies each block into its
+/// thread's counts, which are summed. Under the sanitizers a prime stride keeps it short.
+template <std::size_t N, class Check>
+std::array<std::uint64_t, N> sweep_all_floats(const ms::split_layout& l, Check check) {
+  const std::uint64_t stride = MINIFLOAT_TEST_SANITIZE ? 65537 : 1;
+  const std::uint64_t count = (std::uint64_t{1} << 32) / stride;
+  constexpr std::size_t block = std::size_t{1} << 20;
+  const std::uint64_t blocks = (count + block - 1) / block;
+  const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<std::array<std::uint64_t, N>> counts(threads, std::array<std::uint64_t, N>{});
+  auto work = [&](unsigned t) {
+    std::vector<float> x(block), out(block);
+    split_words w(block, l);
+    for (std::uint64_t b = t; b < blocks; b += threads) {
+      const std::uint64_t first = b * block;
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(block, count - first));
+      for (std::size_t i = 0; i < n; ++i) x[i] = std::bit_cast<float>(static_cast<std::uint32_t>((first + i) * stride));
+      const std::span<const float> in(x.data(), n);
+      ms::split(in, l, w.visible, w.extra);
+      ms::reconstruct(w.visible, w.extra, l, std::span<float>(out.data(), n));
+      check(in, std::span<const float>(out.data(), n), counts[t]);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+  std::array<std::uint64_t, N> total{};
+  for (const auto& c : counts)
+    for (std::size_t i = 0; i < N; ++i) total[i] += c[i];
+  return total;
+}
+
+}  // namespace
+
+// The per-element checks of the sweeps stay branch-free on the bits, so they cost little next to
+// splitting and restoring.
+constexpr bool is_nan_bits(std::uint32_t a) { return a > 0x7f800000U; }
+
+TEST_CASE("bf16 + 16 truncating split restores every fp32 bit for bit (NaN: a NaN of the same sign)",
+          "[split][exhaustive]") {
+  const ms::split_layout l{minifloat::bfloat16, 16};
+  CHECK(l.restored() == minifloat::binary32);
+  // counts: wrong results, NaN inputs
+  const auto c = sweep_all_floats<2>(l, [](std::span<const float> x, std::span<const float> r, auto& counts) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint32_t xb = std::bit_cast<std::uint32_t>(x[i]), rb = std::bit_cast<std::uint32_t>(r[i]);
+      const bool nan = is_nan_bits(xb & 0x7fffffffU);
+      counts[0] += nan ? !is_nan_bits(rb & 0x7fffffffU) || (rb >> 31) != (xb >> 31) : rb != xb;
+      counts[1] += nan;
+    }
+  });
+  CHECK(c[0] == 0);
+  if (!MINIFLOAT_TEST_SANITIZE) CHECK(c[1] == 2 * ((std::uint64_t{1} << 23) - 1));
+}
+
+TEST_CASE("fp16 + 13 truncating split restores every fp32 in fp16's normal range and truncates the rest",
+          "[split][exhaustive]") {
+  const ms::split_layout l{minifloat::binary16, 13};
+  const format restored = l.restored();  // fp(5, 23, bias 15); its largest value is the largest pair
+  CHECK(minifloat::decode((std::uint64_t{0x7bff} << 13) | 0x1fff, restored) == 65535.99609375f);
+  constexpr std::uint32_t min_normal = 0x38800000U;  // 2^-14
+  constexpr std::uint32_t overflow = 0x47800000U;    // 65536
+  // counts: results other than x rounded toward zero to R, lossy results in fp16's normal range,
+  // lossy results below it
+  const auto c = sweep_all_floats<3>(l, [&](std::span<const float> x, std::span<const float> r, auto& counts) {
+    thread_local std::vector<float> expected;
+    expected.resize(x.size());
+    minifloat::quantize(x, std::span<float>(expected), restored,
+                        {minifloat::rounding::toward_zero, minifloat::overflow::infinity});
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint32_t xb = std::bit_cast<std::uint32_t>(x[i]), rb = std::bit_cast<std::uint32_t>(r[i]);
+      const std::uint32_t a = xb & 0x7fffffffU;
+      const bool nan = is_nan_bits(a);
+      counts[0] += nan ? !is_nan_bits(rb & 0x7fffffffU) || (rb >> 31) != (xb >> 31)
+                       : rb != std::bit_cast<std::uint32_t>(expected[i]);
+      counts[1] += (a >= min_normal) & (a < overflow) & (rb != xb);
+      counts[2] += (a < min_normal) & (rb != xb);
+    }
+  });
+  CHECK(c[0] == 0);
+  CHECK(c[1] == 0);
+  CHECK(c[2] > 0);  // the rule's limit is real: fp16's subnormals keep fewer bits
+}
+
+TEST_CASE("every core format: reconstruct is x rounded toward zero to fp(E, M + k, bias), h is x truncated",
+          "[split]") {
+  std::mt19937 gen(42);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 20);
+  std::vector<float> x(4099);
+  for (auto& v : x) v = std::ldexp(normal(gen), exponent(gen));
+  x[0] = 0.0f;
+  x[1] = -0.0f;
+  const format formats[] = {minifloat::bfloat16, minifloat::binary16, minifloat::e5m2, minifloat::fp_6_9_0,
+                            minifloat::fp_4_3_4, minifloat::fp_5_2_0};
+  for (const format& f : formats) {
+    for (int k : {1, 4, 8, 23 - f.mantissa_bits}) {
+      const ms::split_layout l{f, k};
+      INFO(minifloat::to_string(f) << " + " << k);
+      split_words w(x.size(), l);
+      ms::split(x, l, w.visible, w.extra);
+      std::vector<float> out(x.size()), h(x.size());
+      ms::reconstruct(w.visible, w.extra, l, out);
+      const auto expected = truncated(x, l.restored());
+      const auto expected_h = truncated(x, f);
+      ms::decode_packed(w.visible, h, f);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        REQUIRE(same(out[i], expected[i]));
+        REQUIRE(same(h[i], expected_h[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("special values: signed zeros, infinities, NaN and overflow saturation", "[split]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x{0.0f, -0.0f, inf, -inf, nan, -nan, 1e6f, -1e30f, 65504.0f};
+  const auto r = round_trip(x, {minifloat::binary16, 13});
+  CHECK(same(r[0], 0.0f));
+  CHECK(same(r[1], -0.0f));
+  CHECK(r[2] == inf);
+  CHECK(r[3] == -inf);
+  CHECK(same(r[4], nan));
+  CHECK(same(r[5], -nan));
+  CHECK(r[6] == 65535.99609375f);  // saturated to the largest pair, not Inf
+  CHECK(r[7] == -65535.99609375f);
+  CHECK(r[8] == 65504.0f);
+  // e4m3 has no Inf and its top code is NaN: finite values saturate below it, Inf becomes NaN.
+  const ms::split_layout e4m3_8{minifloat::e4m3, 8};
+  const auto e = round_trip({470.0f, 1e9f, inf, 448.0f}, e4m3_8);
+  CHECK(e[0] == 470.0f);            // 448 + 22: in the pairs' range (448 + (1 - 2^-8) * 32)
+  CHECK(e[1] == 479.875f);          // the largest pair
+  CHECK(std::isnan(e[2]));
+  CHECK(e[3] == 448.0f);
+  // An all_finite format has no code for NaN or Inf.
+  std::vector<std::uint32_t> v(1), ex(1);
+  CHECK_THROWS_AS(ms::split(std::vector<float>{nan}, {minifloat::fp_4_3_4, 8}, v, ex), std::domain_error);
+  CHECK_THROWS_AS(ms::split(std::vector<float>{inf}, {minifloat::fp_4_3_4, 8, ms::split_mode::stochastic}, v, ex),
+                  std::domain_error);
+}
+
+TEST_CASE("stochastic split: h is unbiased and its flag recovers the truncated value", "[split][stochastic]") {
+  // x = 1 + 0.3 ulp of bfloat16: h is 1 or 1 + 2^-7, the latter with probability 0.3.
+  const float x = 1.0f + 0.3f * 0x1p-7f;
+  const std::size_t n = 200000;
+  const std::vector<float> xs(n, x);
+  const ms::split_layout l{minifloat::bfloat16, 9, ms::split_mode::stochastic};
+  split_words w(n, l);
+  ms::split(xs, l, w.visible, w.extra, {123, 0});
+  std::vector<float> h(n), r(n);
+  ms::decode_packed(w.visible, h, minifloat::bfloat16);
+  ms::reconstruct(w.visible, w.extra, l, r);
+  const float restored = truncated({x}, l.restored())[0];
+  double sum = 0;
+  std::size_t up = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    REQUIRE((h[i] == 1.0f || h[i] == 1.0f + 0x1p-7f));
+    const bool away = h[i] != 1.0f;
+    up += away;
+    REQUIRE(ms::get_field(w.extra, 9, i) >> 8 == static_cast<std::uint32_t>(away));  // the un-round flag
+    REQUIRE(r[i] == restored);  // the same restored value either way
+    sum += h[i];
+  }
+  const double p = static_cast<double>(up) / n;
+  const double sigma = std::sqrt(0.3 * 0.7 / n);
+  CHECK(std::fabs(p - 0.3) < 5 * sigma + 1.0 / 512);  // the draw keeps 32 random bits; x's fraction is not exact
+  CHECK(std::fabs(sum / n - x) < 5 * sigma * 0x1p-7);
+}
+
+TEST_CASE("stochastic split with k bits restores what a truncating split with k - 1 bits does", "[split][stochastic]") {
+  std::mt19937 gen(9);
+  std::vector<float> x(1 << 16);
+  for (auto& v : x) v = std::bit_cast<float>(static_cast<std::uint32_t>(gen()));
+  x[0] = std::numeric_limits<float>::infinity();
+  x[1] = -0.0f;
+  for (const auto& [f, k] : {std::pair{minifloat::bfloat16, 17}, std::pair{minifloat::bfloat16, 9},
+                             std::pair{minifloat::binary16, 14}, std::pair{minifloat::binary16, 5},
+                             std::pair{minifloat::e5m2, 12}}) {
+    INFO(minifloat::to_string(f) << " + " << k);
+    const auto stochastic = round_trip(x, {f, k, ms::split_mode::stochastic}, {77, 1000});
+    const auto truncating = round_trip(x, {f, k - 1});
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(stochastic[i], truncating[i]));
+  }
+  // bf16 + 17 stochastic keeps 16 bits below h: lossless like bf16 + 16.
+  const auto r = round_trip(x, {minifloat::bfloat16, 17, ms::split_mode::stochastic}, {5, 0});
+  for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(r[i], x[i]));
+}
+
+TEST_CASE("stochastic draws depend on (seed, index + i) only: chunked splits give the same words", "[split][stochastic]") {
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<float> x(3000);
+  for (auto& v : x) v = u(gen);
+  const ms::split_layout l{minifloat::e5m2, 6, ms::split_mode::stochastic};
+  split_words whole(x.size(), l), parts(x.size(), l);
+  ms::split(x, l, whole.visible, whole.extra, {99, 500});
+  for (std::size_t start = 0; start < x.size(); start += 1024) {
+    const std::size_t m = std::min<std::size_t>(1024, x.size() - start);
+    ms::split(std::span<const float>(x).subspan(start, m), l,
+              std::span<std::uint32_t>(parts.visible).subspan(start / 32 * 8),
+              std::span<std::uint32_t>(parts.extra).subspan(start / 32 * 6), {99, 500 + start});
+  }
+  CHECK(whole.visible == parts.visible);
+  CHECK(whole.extra == parts.extra);
+  split_words other(x.size(), l);
+  ms::split(x, l, other.visible, other.extra, {100, 500});
+  CHECK(other.visible != whole.visible);
+}
+
+TEST_CASE("split layouts are validated: extra bits in 1..32 and within float's significand", "[split]") {
+  CHECK(ms::split_layout{minifloat::bfloat16, 16}.problem().empty());
+  CHECK(ms::split_layout{minifloat::bfloat16, 17, ms::split_mode::stochastic}.problem().empty());
+  CHECK_THROWS_WITH((ms::split_layout{minifloat::bfloat16, 17}.validate()), Catch::Contains("float has 16"));
+  CHECK_THROWS_AS((ms::split_layout{minifloat::binary16, 0}.validate()), std::invalid_argument);
+  CHECK(ms::split_layout{minifloat::binary16, 1, ms::split_mode::stochastic}.problem().empty());  // the flag only
+  std::vector<std::uint32_t> v(1), e(1);
+  CHECK_THROWS_AS(ms::split(std::vector<float>(33, 1.0f), {minifloat::bfloat16, 16}, v, e), std::invalid_argument);
+  CHECK_THROWS_AS(ms::split(std::vector<float>{1.0f}, {format{9, 3, 255}, 4}, v, e), std::invalid_argument);
+}
+
+TEST_CASE("split_tensor: chunked load and store agree with the whole-tensor functions", "[split][split_tensor]") {
+  std::mt19937 gen(4);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(5000);
+  for (auto& v : x) v = normal(gen);
+  const ms::split_layout l{minifloat::binary16, 8};
+  ms::split_tensor t(x, l);
+  CHECK(t.size() == x.size());
+  CHECK(t.visible().bits() == 16);
+  CHECK(t.extra().bits() == 8);
+  CHECK(t.reconstruct() == round_trip(x, l));
+  std::vector<float> part(64);
+  t.load(4096, part);
+  CHECK(std::equal(part.begin(), part.end(), round_trip(x, l).begin() + 4096));
+  CHECK_THROWS_AS(t.load(4095, part), std::out_of_range);
+  CHECK_THROWS_AS(t.store(32, std::vector<float>(33)), std::out_of_range);  // ends inside a shared word
+  CHECK_THROWS_AS(t.store(4992, std::vector<float>(9)), std::out_of_range);  // past the end
+  t.store(4992, std::vector<float>(8, 1.0f));  // the final range may end anywhere
+  CHECK(t.reconstruct()[4999] == 1.0f);
+  std::vector<float> h(x.size());
+  t.visible_values(h);
+  CHECK(h == truncated(t.reconstruct(), minifloat::binary16));
+}
