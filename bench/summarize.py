@@ -2,13 +2,18 @@
 """Turns Google Benchmark JSON from bench_quantize into the tables of docs/performance.md.
 
 Usage: bench/summarize.py results.json   (ratios are to bm_memcpy of the same size, same run)
+With --benchmark_repetitions the median of the repetitions is used.
 """
 import json
 import sys
 
 
 def main(path):
-    runs = [b for b in json.load(open(path))["benchmarks"] if b.get("run_type") != "aggregate"]
+    everything = json.load(open(path))["benchmarks"]
+    medians = [b for b in everything if b.get("aggregate_name") == "median"]
+    runs = medians if medians else [b for b in everything if b.get("run_type") != "aggregate"]
+    for b in runs:
+        b["name"] = b["name"].removesuffix("_median")
     memcpy = {}
     for b in runs:
         if b["name"].startswith("bm_memcpy/"):
