@@ -146,6 +146,70 @@ template <rounding Mode, bool Count, std::floating_point S>
   if constexpr (Count) counts.flush(*st, n);
 }
 
+/// Codes of one register's lanes, narrowed or widened to C and stored (count lanes).
+template <class C, class V>
+inline void store_codes(C* out, V codes, std::size_t count) {
+  using B = std::remove_cvref_t<decltype(codes[0])>;
+  using CV = typename vector_of<C, sizeof(V) / sizeof(B) * sizeof(C)>::type;
+  const CV narrow = __builtin_convertvector(codes, CV);
+  std::memcpy(out, &narrow, count * sizeof(C));
+}
+
+/// Rounds and encodes; returns the index of the first value without a code, or in.size().
+template <rounding Mode, std::floating_point S, std::unsigned_integral C>
+[[gnu::flatten]] std::size_t encode_lanes(std::span<const S> in, std::span<C> out, const rounder<S>& r) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  using V = simd_t<bits>;
+  constexpr std::size_t lanes = simd_lanes<bits>;
+  const rounding_plan<S> p = r.plan();
+  const codec_plan<S> c = make_codec_plan<S>(p.fmt);
+  const bool all_finite = p.fmt.encoding == specials::all_finite;
+  lane_random<V> draw(r.rng());
+  lane_counts<V> unused;
+  const std::size_t n = in.size();
+  // Returns the lane of the first value without a code, or m. Called with m = lanes in the main
+  // loop, so its copies have a constant size once inlined.
+  const auto step = [&](std::size_t i, std::size_t m) {
+    const V u = load_lanes<V>(in.data() + i, m);
+    V random{};
+    if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
+    const V rounded = round_lanes<Mode, false>(p, u, random, unused, ~V{});
+    const V codes = code_lanes(c, rounded);
+    if (all_finite && any_lane((rounded << 1) >= (src::inf_bits << 1))) {
+      std::size_t k = 0;
+      while (k < m && (rounded[k] << 1) < (src::inf_bits << 1)) ++k;
+      store_codes(out.data() + i, codes, k);
+      return k;
+    }
+    store_codes(out.data() + i, codes, m);
+    return m;
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    if (const std::size_t k = step(i, lanes); k < lanes) return i + k;
+  if (i < n)
+    if (const std::size_t k = step(i, n - i); k < n - i) return i + k;
+  return n;
+}
+
+template <std::floating_point S, std::unsigned_integral C>
+[[gnu::flatten]] void decode_lanes(std::span<const C> in, std::span<S> out, const codec_plan<S>& c) {
+  using bits = typename source_layout<S>::bits;
+  using V = simd_t<bits>;
+  constexpr std::size_t lanes = simd_lanes<bits>;
+  using CV = typename vector_of<C, lanes * sizeof(C)>::type;
+  const auto step = [&](std::size_t i, std::size_t m) {
+    CV narrow{};  // loaded in place: a function returning a register wider than the ISA's would change ABI
+    std::memcpy(&narrow, in.data() + i, m * sizeof(C));
+    const V codes = __builtin_convertvector(narrow, V);
+    store_lanes(out.data() + i, value_lanes(c, codes, [](V v) { return integer_to_float_bits(v); }), m);
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= in.size(); i += lanes) step(i, lanes);
+  if (i < in.size()) step(i, in.size() - i);
+}
+
 template <bool Count, std::floating_point S>
 void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r, rounding_stats* st) {
   check_same_size(in.size(), out.size());
@@ -194,30 +258,42 @@ void quantize(std::span<S> values, const format& f, const rounding_options& o, r
   quantize(std::span<const S>(values), values, rounder<S>(f, o), st);
 }
 
+/// out[i] = code of in[i] rounded by r, up to the first value without a code (NaN or Inf into
+/// an all_finite format); returns that value's index, or in.size() when every value has a code.
+template <std::floating_point S, std::unsigned_integral C>
+std::size_t try_encode(std::span<const S> in, std::span<C> out, const rounder<S>& r) {
+  detail::check_same_size(in.size(), out.size());
+  const format& f = r.plan().fmt;
+  if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
+    throw std::invalid_argument("minifloat::encode: codes of " + to_string(f) + " do not fit the output type");
+  switch (r.plan().mode) {
+    case rounding::nearest_even: return detail::encode_lanes<rounding::nearest_even>(in, out, r);
+    case rounding::nearest_away: return detail::encode_lanes<rounding::nearest_away>(in, out, r);
+    case rounding::toward_zero: return detail::encode_lanes<rounding::toward_zero>(in, out, r);
+    case rounding::stochastic: return detail::encode_lanes<rounding::stochastic>(in, out, r);
+  }
+  return 0;
+}
+
 /// out[i] = code of in[i] rounded to f. Throws std::domain_error at the first value without a
 /// code (NaN or Inf into an all_finite format); the codes before it are written.
 template <std::floating_point S, std::unsigned_integral C>
+void encode(std::span<const S> in, std::span<C> out, const rounder<S>& r) {
+  if (const std::size_t first = try_encode(in, out, r); first < in.size())
+    throw std::domain_error("minifloat::encode: element " + std::to_string(first) + " has no code in " +
+                            to_string(r.plan().fmt));
+}
+template <std::floating_point S, std::unsigned_integral C>
 void encode(std::span<const S> in, std::span<C> out, const format& f, const rounding_options& o = {}) {
-  detail::check_same_size(in.size(), out.size());
-  if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
-    throw std::invalid_argument("minifloat::encode: codes of " + to_string(f) + " do not fit the output type");
-  using bits = typename source_layout<S>::bits;
-  const rounder<S> r(f, o);
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const bits v = detail::round_one(r.plan(), std::bit_cast<bits>(in[i]), r.rng(), o.index + i);
-    const code_result c = detail::code_of_rounded<S>(f, v);
-    if (!c.representable)
-      throw std::domain_error("minifloat::encode: element " + std::to_string(i) + " has no code in " + to_string(f));
-    out[i] = static_cast<C>(c.code);
-  }
+  encode(in, out, rounder<S>(f, o));
 }
 
-/// out[i] = value of code in[i].
+/// out[i] = value of code in[i]; bits above the format's width are ignored.
 template <std::floating_point S, std::unsigned_integral C>
 void decode(std::span<const C> in, std::span<S> out, const format& f) {
   detail::check_same_size(in.size(), out.size());
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
-  for (std::size_t i = 0; i < in.size(); ++i) out[i] = std::bit_cast<S>(detail::bits_of_code<S>(f, in[i]));
+  detail::decode_lanes(in, out, detail::make_codec_plan<S>(f));
 }
 
 }  // namespace minifloat

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "config.hpp"
+#include "detail/lanes.hpp"
 #include "format.hpp"
 #include "round.hpp"
 
@@ -27,66 +28,122 @@ struct code_result {
 
 namespace detail {
 
+template <std::floating_point S>
+using bits_t = typename source_layout<S>::bits;
+
 MINIFLOAT_HD constexpr std::uint64_t nan_code(const format& f) {
   const std::uint64_t top = (std::uint64_t{1} << f.exponent_bits) - 1;
   return f.encoding == specials::ieee ? (top << f.mantissa_bits) | (std::uint64_t{1} << (f.mantissa_bits - 1))
                                       : (top << f.mantissa_bits) | ((std::uint64_t{1} << f.mantissa_bits) - 1);
 }
 
+/// Constants of the layout change between a format's codes and source type S, derived once.
+template <std::floating_point S>
+struct codec_plan {
+  using bits = typename source_layout<S>::bits;
+  bits shift = 0;           ///< source mantissa bits beyond the format's
+  bits mantissa_bits = 0;
+  bits emin_field = 1;      ///< source exponent field of the format's smallest normal binade
+  bits sign_shift = 0;      ///< from the source's sign bit to the code's
+  bits code_mask = 0;       ///< the code's magnitude bits
+  bits exponent_offset = 0; ///< (source bias - format bias) << source mantissa bits, wrapping
+  bits nan_code = 0, inf_code = 0, top_exponent = 0;
+  bits subnormal_to_normal = 0;  ///< added to a subnormal mantissa's own float bits (see value_lanes)
+  bits subnormal_shift = 0;      ///< subnormal mantissa -> source subnormal bits
+  bits tiny_mantissa = 0;        ///< subnormal mantissas below this are source subnormals
+  bool ieee = true, nan_only = false;
+};
+
+template <std::floating_point S>
+MINIFLOAT_HD constexpr codec_plan<S> make_codec_plan(const format& f) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  codec_plan<S> c;
+  const int M = f.mantissa_bits;
+  c.shift = static_cast<bits>(src::mantissa_bits - M);
+  c.mantissa_bits = static_cast<bits>(M);
+  c.emin_field = static_cast<bits>(f.emin() + src::bias);
+  c.sign_shift = static_cast<bits>(src::width - 1 - f.exponent_bits - M);
+  c.code_mask = static_cast<bits>((std::uint64_t{1} << (f.exponent_bits + M)) - 1);
+  c.exponent_offset = static_cast<bits>(static_cast<bits>(src::bias - f.exponent_bias) << src::mantissa_bits);
+  c.top_exponent = static_cast<bits>((std::uint64_t{1} << f.exponent_bits) - 1);
+  c.nan_code = static_cast<bits>(nan_code(f));
+  c.inf_code = f.has_infinity() ? static_cast<bits>(c.top_exponent << M) : c.nan_code;
+  // A subnormal code's mantissa m stands for m * 2^(emin - M). Converting m to S gives bits whose
+  // exponent field is off by a constant from the value's, as long as the value is normal in S;
+  // below that the value is an S subnormal, m shifted into place.
+  c.subnormal_to_normal =
+      static_cast<bits>(static_cast<bits>(static_cast<int>(c.emin_field) - M - src::bias) << src::mantissa_bits);
+  const int tiny_log = M + 1 - static_cast<int>(c.emin_field);
+  c.tiny_mantissa = tiny_log <= 0 ? 0 : static_cast<bits>(std::uint64_t{1} << (tiny_log > M ? M : tiny_log));
+  // Only used when some subnormal codes are S subnormals; then the shift is below P.
+  c.subnormal_shift = tiny_log <= 0 ? 0 : static_cast<bits>(static_cast<int>(c.shift) + static_cast<int>(c.emin_field) - 1);
+  c.ieee = f.encoding == specials::ieee;
+  c.nan_only = f.encoding == specials::nan_only;
+  return c;
+}
+
+/// Codes of already-rounded values `rb` (source bits of values of the format, or Inf/NaN), for a
+/// scalar or a SIMD register. NaN and Inf get the NaN/Inf code (callers check representability).
+template <std::floating_point S, class L>
+MINIFLOAT_HD constexpr L code_lanes(const codec_plan<S>& c, L rb) {
+  using src = source_layout<S>;
+  using bits = typename src::bits;
+  constexpr int P = src::mantissa_bits;
+  const L zero{};
+  const L a = rb & src::abs_mask;
+  const L sign = (rb & src::sign_mask) >> static_cast<int>(c.sign_shift);
+  // The same binade arithmetic as the rounding core: significand with its implicit bit, shifted
+  // down by the bits the format does not keep in that binade (more below its normal range).
+  const L e = lane_max(a >> P, zero + 1);
+  const L significand = a - ((e - 1) << P);
+  const L below = lane_max(e, zero + c.emin_field) - e;
+  const L drop = lane_min(below + c.shift, zero + bits{src::width - 1});
+  const L code = ((lane_max(e, zero + c.emin_field) - c.emin_field) << static_cast<int>(c.mantissa_bits)) +
+                 (significand >> drop);
+  const L special = select(a > src::inf_bits, zero + c.nan_code, zero + c.inf_code);
+  return select(a >= src::inf_bits, special, code) | sign;
+}
+
+/// Source bits of the values codes stand for, for a scalar or a SIMD register; `float_bits`
+/// converts an integer lane to the bits of S (exact: the mantissas converted fit S).
+template <std::floating_point S, class L, class ToFloatBits>
+MINIFLOAT_HD constexpr L value_lanes(const codec_plan<S>& c, L code, ToFloatBits float_bits) {
+  using src = source_layout<S>;
+  const L zero{};
+  const L magnitude = code & c.code_mask;
+  const L sign = (code & (c.code_mask + 1)) << static_cast<int>(c.sign_shift);
+  const L exponent = magnitude >> static_cast<int>(c.mantissa_bits);
+  const L normal = (magnitude << static_cast<int>(c.shift)) + c.exponent_offset;
+  const L subnormal = select(magnitude < c.tiny_mantissa, magnitude << static_cast<int>(c.subnormal_shift),
+                             float_bits(magnitude) + c.subnormal_to_normal);
+  L result = select(exponent == zero, select(magnitude == zero, zero, subnormal), normal);
+  const L quiet_nan = zero + (src::inf_bits | src::quiet_bit);
+  if (c.ieee) {
+    const L mantissa = magnitude & ((bits_t<S>{1} << static_cast<int>(c.mantissa_bits)) - 1);
+    const L special = select(mantissa == zero, zero + src::inf_bits, quiet_nan);
+    result = select(exponent == c.top_exponent, special, result);
+  } else if (c.nan_only) {
+    result = select(magnitude == c.code_mask, quiet_nan, result);
+  }
+  return result | sign;
+}
+
 /// Code of an already-rounded value `rb` (source bits of a value of the format, or Inf/NaN).
 template <std::floating_point S>
 MINIFLOAT_HD constexpr code_result code_of_rounded(const format& f, typename source_layout<S>::bits rb) {
   using src = source_layout<S>;
-  using bits = typename src::bits;
-  const std::uint64_t sign = static_cast<std::uint64_t>(rb >> (src::width - 1)) << (f.exponent_bits + f.mantissa_bits);
-  const bits a = rb & src::abs_mask;
-  if (a > src::inf_bits) return {sign | nan_code(f), f.has_nan()};
-  if (a == src::inf_bits) {
-    if (f.has_infinity()) return {sign | ((((std::uint64_t{1} << f.exponent_bits) - 1)) << f.mantissa_bits), true};
-    return {sign | nan_code(f), f.has_nan()};
-  }
-  if (a == 0) return {sign, true};
-  const int shift = src::mantissa_bits - f.mantissa_bits;
-  const bits field = a >> src::mantissa_bits;
-  const bits emin_field = static_cast<bits>(f.emin() + src::bias);
-  if (field >= emin_field) {
-    const std::uint64_t exponent = static_cast<std::uint64_t>(static_cast<int>(field) - src::bias + f.exponent_bias);
-    return {sign | (exponent << f.mantissa_bits) | static_cast<std::uint64_t>((a & src::mantissa_mask) >> shift), true};
-  }
-  // Below the format's normal range: the code is the value in units of the smallest subnormal.
-  const bits e = field == 0 ? 1 : field;
-  const bits significand = a - ((e - 1) << src::mantissa_bits);
-  return {sign | static_cast<std::uint64_t>(significand >> (shift + static_cast<int>(emin_field - e))), true};
+  const auto a = rb & src::abs_mask;
+  const bool representable = a < src::inf_bits || (a == src::inf_bits ? f.encoding != specials::all_finite : f.has_nan());
+  return {static_cast<std::uint64_t>(code_lanes(make_codec_plan<S>(f), rb)), representable};
 }
 
 /// Source bits of the value a code stands for (exact for every format that fits S).
 template <std::floating_point S>
 MINIFLOAT_HD constexpr typename source_layout<S>::bits bits_of_code(const format& f, std::uint64_t code) {
-  using src = source_layout<S>;
-  using bits = typename src::bits;
-  const int M = f.mantissa_bits;
-  const bits sign = static_cast<bits>((code >> (f.exponent_bits + M)) & 1) << (src::width - 1);
-  const std::uint64_t exponent = (code >> M) & ((std::uint64_t{1} << f.exponent_bits) - 1);
-  const std::uint64_t mantissa = code & ((std::uint64_t{1} << M) - 1);
-  const std::uint64_t top = (std::uint64_t{1} << f.exponent_bits) - 1;
-  if (f.encoding == specials::ieee && exponent == top)
-    return sign | (mantissa == 0 ? src::inf_bits : src::inf_bits | src::quiet_bit);
-  if (f.encoding == specials::nan_only && exponent == top && mantissa == (std::uint64_t{1} << M) - 1)
-    return sign | src::inf_bits | src::quiet_bit;
-  const int shift = src::mantissa_bits - M;
-  if (exponent != 0) {
-    const bits field = static_cast<bits>(static_cast<int>(exponent) - f.exponent_bias + src::bias);
-    return sign | (field << src::mantissa_bits) | (static_cast<bits>(mantissa) << shift);
-  }
-  if (mantissa == 0) return sign;
-  // Subnormal code: mantissa * 2^(emin - M); normalise into the source's layout.
-  const int top_bit = static_cast<int>(std::bit_width(mantissa)) - 1;
-  const int field = f.emin() - M + top_bit + src::bias;
-  if (field >= 1) {
-    const bits fraction = static_cast<bits>(mantissa - (std::uint64_t{1} << top_bit)) << (src::mantissa_bits - top_bit);
-    return sign | (static_cast<bits>(field) << src::mantissa_bits) | fraction;
-  }
-  return sign | (static_cast<bits>(mantissa) << (f.emin() - M - (src::emin - src::mantissa_bits)));
+  using bits = typename source_layout<S>::bits;
+  const auto to_float_bits = [](bits m) { return std::bit_cast<bits>(static_cast<S>(m)); };
+  return value_lanes(make_codec_plan<S>(f), static_cast<bits>(code), to_float_bits);
 }
 
 }  // namespace detail

@@ -34,6 +34,22 @@ template <std::size_t Bytes>
 struct vector_of<std::uint64_t, Bytes> {
   typedef std::uint64_t type __attribute__((vector_size(Bytes)));
 };
+template <std::size_t Bytes>
+struct vector_of<std::uint8_t, Bytes> {
+  typedef std::uint8_t type __attribute__((vector_size(Bytes)));
+};
+template <std::size_t Bytes>
+struct vector_of<std::uint16_t, Bytes> {
+  typedef std::uint16_t type __attribute__((vector_size(Bytes)));
+};
+template <std::size_t Bytes>
+struct vector_of<float, Bytes> {
+  typedef float type __attribute__((vector_size(Bytes)));
+};
+template <std::size_t Bytes>
+struct vector_of<double, Bytes> {
+  typedef double type __attribute__((vector_size(Bytes)));
+};
 
 /// A register of lanes of type B, and as many lanes of type H.
 template <class B>
@@ -42,6 +58,18 @@ template <class B>
 inline constexpr std::size_t simd_lanes = simd_bytes / sizeof(B);
 template <class H, class B>
 using simd_with_lanes_of = typename vector_of<H, simd_lanes<B> * sizeof(H)>::type;
+
+/// Lanes of V converted to the floating type of the same width, returned as that type's bits
+/// (exact for the small integers the codec converts).
+template <class V>
+inline V integer_to_float_bits(V v) {
+  using B = std::remove_cvref_t<decltype(v[0])>;
+  using F = typename vector_of<std::conditional_t<sizeof(B) == 4, float, double>, sizeof(V)>::type;
+  const F f = __builtin_convertvector(v, F);
+  V out;
+  std::memcpy(&out, &f, sizeof(V));
+  return out;
+}
 
 /// 0, 1, 2, … in the lanes of V.
 template <class V>
