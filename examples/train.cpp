@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -32,6 +31,7 @@
 #include "nn/models.hpp"
 #include "nn/schedule.hpp"
 #include "nn/sgd.hpp"
+#include "site_wiring.hpp"
 
 namespace mt = minifloat::training;
 
@@ -79,7 +79,9 @@ optimisation
   --growth-interval N        successful steps between scale growths (default one epoch)
   --epochs N                 (default 10)
   --batch-size N             (default 128)
-  --lr LR                    peak learning rate of the cosine schedule (default 0.05)
+  --lr LR                    peak learning rate of the cosine schedule (default 0.05 for
+                             the MLP, 0.02 for the CNN, whose head is sharper: at 0.05 it
+                             learns more slowly, docs/examples.md §7)
   --momentum M               SGD momentum (default 0.9)
   --weight-decay WD          (default 5e-4)
   --seed N                   initialisation, data order, stochastic rounding and random
@@ -89,6 +91,10 @@ optimisation
 
 output
   --csv PATH                 write one row per epoch to PATH
+  --step-csv PATH            write one row per training step to PATH: batch loss, loss scale,
+                             skipped or not, low-precision ratio, and the largest overflow
+                             ratios of forward tensors in that step (the trajectory before a
+                             divergence)
   --quiet                    only the per-epoch lines
   --help                     this text
 
@@ -115,10 +121,11 @@ struct config {
   float init_scale = 65536.0f;
   std::size_t growth_interval = 0;  // 0: one epoch
   std::size_t epochs = 10, batch_size = 128;
-  double lr = 0.05, momentum = 0.9, weight_decay = 5e-4;
+  std::optional<double> lr;  // unset: 0.05 for the MLP, 0.02 for the CNN
+  double momentum = 0.9, weight_decay = 5e-4;
   std::uint64_t seed = 1;
   std::size_t threads = 1;
-  std::string csv;
+  std::string csv, step_csv;
   bool quiet = false;
 };
 
@@ -234,6 +241,7 @@ std::optional<config> parse_args(int argc, char** argv) {
     else if (flag == "--seed") c.seed = parse_number<std::uint64_t>(flag, value);
     else if (flag == "--threads") c.threads = std::min<std::size_t>(parse_count(flag, value, 1), 256);
     else if (flag == "--csv") c.csv = value;
+    else if (flag == "--step-csv") c.step_csv = value;
     else throw usage_error("unknown flag '" + std::string(flag) + "'");
   }
   if ((ratio_given || order_given) && c.assignment != assignment_kind::ours)
@@ -264,79 +272,8 @@ std::string_view name_of(mt::demotion_order o) {
   return "?";
 }
 
-/// The training layer's graph of the example model, and for each of the model's dense site ids
-/// the graph's site.
-struct wired_graph {
-  mt::graph graph;
-  std::vector<mt::site_id> site_of;
-};
-
-wired_graph describe(const nn::model_description& d) {
-  wired_graph w;
-  w.site_of.assign(d.sites.size(), mt::no_site);
-  for (std::size_t k = 0; k < d.modules.size(); ++k) {
-    const nn::module_info& m = d.modules[k];
-    const std::size_t idx =
-        k == 0 ? w.graph.add_input(m.name, m.y_numel)
-               : w.graph.add_module(m.name, m.gemm ? mt::module_kind::gemm : mt::module_kind::other, m.y_numel,
-                                    m.gy_site.has_value(), m.input);
-    const mt::module& gm = w.graph.module_at(idx);
-    w.site_of.at(m.y_site) = gm.y;
-    if (m.gy_site) w.site_of.at(*m.gy_site) = gm.gy;
-    for (const nn::parameter_info& p : m.parameters) {
-      w.site_of.at(p.p_site) = w.graph.add_parameter(idx, p.name, p.numel);
-      w.site_of.at(p.gp_site) = w.graph.module_at(idx).param_grads.back();
-    }
-  }
-  if (std::find(w.site_of.begin(), w.site_of.end(), mt::no_site) != w.site_of.end())
-    throw std::logic_error("train: a site of the model has no counterpart in the training graph");
-  return w;
-}
-
-/// The model's rounding hook: every tensor goes through its site. Training passes count (the
-/// overflow ratios promotion reads); evaluation passes do not. Large tensors are cut into one
-/// chunk per thread; the site's offsets keep stochastic rounding identical to one call.
-class site_hooks final : public nn::rounding_hooks {
- public:
-  site_hooks(mt::graph& g, const std::vector<mt::site_id>& site_of, std::size_t threads)
-      : g_(g), site_of_(site_of), threads_(threads) {}
-
-  void set_counting(bool on) { counting_ = on; }
-
-  void round(const nn::tensor_site& s, std::span<float> values) override {
-    mt::site& t = g_.at(site_of_.at(s.id));
-    if (!t.enabled()) return;
-    if (threads_ < 2 || values.size() < parallel_threshold) {
-      if (counting_) t.apply(values);
-      else t.apply_uncounted(values);
-      return;
-    }
-    const std::size_t chunk = (values.size() + threads_ - 1) / threads_;
-    std::vector<minifloat::rounding_stats> local(threads_);
-    auto work = [&](std::size_t c) {
-      const std::size_t begin = c * chunk;
-      if (begin >= values.size()) return;
-      const auto part = values.subspan(begin, std::min(chunk, values.size() - begin));
-      if (counting_) t.apply(part, begin, local[c]);
-      else t.apply_uncounted(part, begin);
-    };
-    {
-      std::vector<std::jthread> helpers;
-      for (std::size_t c = 1; c < threads_; ++c) helpers.emplace_back(work, c);
-      work(0);
-    }  // joined here
-    if (counting_)
-      for (const auto& st : local) t.add_stats(st);
-  }
-
- private:
-  // Below this a thread costs more than the rounding it would share.
-  static constexpr std::size_t parallel_threshold = std::size_t{1} << 16;
-  mt::graph& g_;
-  const std::vector<mt::site_id>& site_of_;
-  std::size_t threads_;
-  bool counting_ = true;
-};
+using examples::site_hooks;
+using examples::wired_graph;
 
 data::image_dataset limited(data::image_dataset d, std::size_t limit) {
   if (limit == 0 || limit >= d.size()) return d;
@@ -380,6 +317,30 @@ std::string csv_quote(const std::string& s) {
   return out + "\"";
 }
 
+/// One row of --step-csv: the step's loss and scale (the scale the step's backward used), and the
+/// three largest overflow ratios of enabled forward tensors in this step, largest first.
+void write_step_row(std::ofstream& out, const mt::graph& g, std::size_t epoch, std::uint64_t step, double batch_loss,
+                    float scale, bool skipped) {
+  std::vector<std::size_t> top;
+  for (std::size_t s = 0; s < g.sites().size(); ++s)
+    if (mt::is_forward(g.sites()[s].kind()) && g.sites()[s].enabled() && g.sites()[s].overflow_ratio() > 0) top.push_back(s);
+  const auto ratio = [&](std::size_t s) { return g.sites()[s].overflow_ratio(); };
+  const std::size_t n = std::min<std::size_t>(top.size(), 3);
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(n), top.end(),
+                    [&](std::size_t a, std::size_t b) { return ratio(a) > ratio(b); });
+  std::string top_text;
+  for (std::size_t k = 0; k < n; ++k) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s=%.3g", g.sites()[top[k]].name().c_str(), ratio(top[k]));
+    top_text += (k ? ";" : "") + std::string(buf);
+  }
+  char row[256];
+  std::snprintf(row, sizeof row, "%zu,%llu,%.6g,%g,%d,%.6f,%.6g,", epoch, static_cast<unsigned long long>(step), batch_loss,
+                static_cast<double>(scale), skipped ? 1 : 0, mt::measure_footprint(g.sites()).low_ratio(),
+                n ? ratio(top[0]) : 0.0);
+  out << row << csv_quote(top_text) << '\n';
+}
+
 int run(const config& c) {
   const auto t_start = std::chrono::steady_clock::now();
   const data::image_dataset train_set = limited(data::load_fashion_mnist(data::split::train, c.data_dir), c.train_limit);
@@ -388,7 +349,7 @@ int run(const config& c) {
   nn::sequential net = c.model == "mlp" ? nn::make_mlp({.width = c.width, .seed = c.seed})
                                         : nn::make_cnn({.width = c.width, .seed = c.seed});
   const nn::model_description desc = net.describe(c.batch_size);
-  wired_graph wired = describe(desc);
+  wired_graph wired = examples::describe(desc);
   mt::graph& g = wired.graph;
   const auto groups = mt::group_tensors(g);
 
@@ -416,13 +377,14 @@ int run(const config& c) {
                           static_cast<std::int64_t>(c.growth_interval ? c.growth_interval : steps_per_epoch), scaling});
   mt::overflow_promotion promo(c.theta);
   nn::sgd opt({.momentum = static_cast<float>(c.momentum), .weight_decay = static_cast<float>(c.weight_decay)});
-  const nn::cosine_schedule schedule{.base_lr = c.lr, .total = c.epochs * steps_per_epoch};
+  const double base_lr = c.lr.value_or(c.model == "cnn" ? 0.02 : 0.05);
+  const nn::cosine_schedule schedule{.base_lr = base_lr, .total = c.epochs * steps_per_epoch};
   site_hooks hooks(g, wired.site_of, c.threads);
 
   if (!c.quiet) {
-    std::printf("train: %s width %g (%zu parameters), Fashion-MNIST %zu train / %zu test, batch %zu, %zu epochs, GEMM %s\n",
+    std::printf("train: %s width %g (%zu parameters), Fashion-MNIST %zu train / %zu test, batch %zu, %zu epochs, lr %g, GEMM %s\n",
                 c.model.c_str(), c.width, net.parameter_count(), train_set.size(), test_set.size(), c.batch_size, c.epochs,
-                std::string(nn::name(nn::default_gemm_backend())).c_str());
+                base_lr, std::string(nn::name(nn::default_gemm_backend())).c_str());
     std::printf("assignment %s", std::string(name_of(c.assignment)).c_str());
     if (c.assignment == assignment_kind::ours)
       std::printf(" r=%g order=%s", c.ratio, std::string(name_of(c.order)).c_str());
@@ -452,7 +414,13 @@ int run(const config& c) {
     csv.open(c.csv);
     if (!csv) throw std::runtime_error("cannot write '" + c.csv + "'");
     csv << "epoch,train_loss,train_acc,test_loss,test_acc,low_ratio,model_bits,promotions,promotions_total,"
-           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds\n";
+           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds,low_ratio_start,low_ratio_end\n";
+  }
+  std::ofstream step_csv;
+  if (!c.step_csv.empty()) {
+    step_csv.open(c.step_csv);
+    if (!step_csv) throw std::runtime_error("cannot write '" + c.step_csv + "'");
+    step_csv << "epoch,step,loss,loss_scale,skipped,low_ratio,max_overflow,top_overflow\n";
   }
 
   const auto params = net.parameters();
@@ -466,6 +434,9 @@ int run(const config& c) {
     mt::footprint_accumulator footprint;
     std::vector<double> max_overflow(g.sites().size(), 0.0);
     const std::size_t promotions_before = promo.log().size();
+    // Low-precision ratio before the epoch's first step (epoch 1: the assignment as chosen) and
+    // after its last: their difference is what promotion cost in memory during the epoch.
+    const double low_ratio_start = mt::measure_footprint(g.sites()).low_ratio();
     std::size_t skipped = 0, correct = 0, seen = 0;
     double loss_sum = 0;
     double lr = 0;
@@ -474,20 +445,25 @@ int run(const config& c) {
       g.begin_step(step);
       // Forward: the model copies each master `value` into `used` and rounds it (P), then every
       // output (Y); backward rounds every GY and GP. Loss scaling multiplies dLoss/dlogits.
-      loss_sum += loss.forward(net.forward(x, hooks, nn::mode::train), y) * static_cast<double>(y.size());
+      const double batch_loss = loss.forward(net.forward(x, hooks, nn::mode::train), y);
+      loss_sum += batch_loss * static_cast<double>(y.size());
       correct += loss.correct();
       seen += y.size();
       net.backward(loss.backward(scaler.scale()), hooks);
       for (nn::parameter* p : params) scaler.unscale(p->grad);  // before weight decay and the update
       lr = schedule(step);
-      if (scaler.should_step()) opt.step(params, static_cast<float>(lr));
+      const bool stepped = scaler.should_step();
+      const float scale_used = scaler.scale();
+      if (stepped) opt.step(params, static_cast<float>(lr));
       else ++skipped;
       scaler.update();
       if (c.promotion) promo.promote(g.sites(), step);
       footprint.add(mt::measure_footprint(g.sites()));
       for (std::size_t s = 0; s < g.sites().size(); ++s)
         max_overflow[s] = std::max(max_overflow[s], g.sites()[s].overflow_ratio());
+      if (step_csv) write_step_row(step_csv, g, epoch + 1, step, batch_loss, scale_used, !stepped);
     }
+    const double low_ratio_end = mt::measure_footprint(g.sites()).low_ratio();
     const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto t1 = std::chrono::steady_clock::now();
     const eval_result test = evaluate(net, test_set, hooks);
@@ -522,7 +498,8 @@ int run(const config& c) {
       std::snprintf(row, sizeof row, "%zu,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%zu,%zu,%g,%zu,%.6g,", epoch + 1, train_loss,
                     train_acc, test.loss, test.accuracy, footprint.mean_low_ratio(), footprint.mean_total_bits(), promoted,
                     promo.log().size(), static_cast<double>(scaler.scale()), skipped, lr);
-      csv << row << csv_quote(top_csv) << ',' << train_seconds << ',' << eval_seconds << '\n';
+      csv << row << csv_quote(top_csv) << ',' << train_seconds << ',' << eval_seconds << ',' << format_number(low_ratio_start)
+          << ',' << format_number(low_ratio_end) << '\n';
       csv.flush();
     }
   }
