@@ -1,0 +1,172 @@
+#!/bin/bash
+# reproduce.sh — every training run behind docs/results.md, then its tables and plot.
+#
+#   examples/reproduce.sh [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [PART ...]
+#
+# PARTs (default: all, in this order):
+#   tradeoff   MLP, 5 epochs, seeds 1–3: fp32, all-high, uniform, op, op-variant and ours at
+#              r = 0, 0.1, …, 1 (decreasing order)                        → OUT/tradeoff/
+#   order      ours at r = 0.25, 0.5, 0.75 in decreasing, increasing and random order (MLP,
+#              5 epochs; random draws a different order for each seed)   → OUT/order/
+#   promotion  MLP, 3 epochs: uniform at lr 0.2, 0.25, 0.3 and ours r = 0.5 at lr 0.3, promotion
+#              on vs off, with per-step CSVs (the overflow trajectory); fp32 at both rates
+#                                                                        → OUT/promotion/
+#   cnn        the trade-off on the CNN at width 0.25 (2 epochs, seeds 1–3): fp32, uniform, op,
+#              op-variant and ours at r = 0, 0.5, 0.9 — the r that give distinct assignments
+#              (its four groups hold 1.3, 65.7, 33.0 and 0.03 % of the elements; uniform is
+#              ours at r = 1)                                            → OUT/tradeoff-cnn/
+#   scaling    uniform with loss scaling on vs off: MLP (5 epochs) and CNN width 0.25 (2 epochs)
+#                                                                        → OUT/scaling/
+#   summary    the tables (OUT/*.md) and the plots (OUT/tradeoff.png, OUT/tradeoff-cnn.png,
+#              OUT/overflow.png: MLP at lr 0.3, seed 1, uniform with and without promotion)
+# Every run uses the reference code's rounding (--rounding nearest-away) and writes
+# CONFIG-sSEED.csv and .log; a run whose CSV already has all its epochs is skipped, so an
+# interrupted reproduction resumes. JOBS (default 2) runs at a time, under nice. Measured cost on
+# this 2-core machine: docs/results.md.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=""
+out=results
+jobs=2
+while getopts "b:o:j:h" opt; do
+  case $opt in
+    b) build=$OPTARG ;;
+    o) out=$OPTARG ;;
+    j) jobs=$OPTARG ;;
+    h) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [tradeoff|order|promotion|cnn|scaling|summary ...]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+parts=${*:-tradeoff order promotion cnn scaling summary}
+
+if [ -n "$build" ]; then
+  train=$build/examples/train
+else
+  # shellcheck disable=SC2012  # ls -t: the newest build; the paths are plain
+  train=$(ls -t "$here"/../build/*/examples/train 2>/dev/null | head -n 1 || true)
+fi
+if [ -z "$train" ] || [ ! -x "$train" ]; then
+  echo "$0: no train executable found; build it (cmake --build BUILD_DIR --target train) and pass -b BUILD_DIR" >&2
+  exit 1
+fi
+
+seeds="1 2 3"
+running=0
+failed=0
+
+# run DIR NAME SEED EPOCHS FLAGS...: one training run in the background, at most $jobs at a time.
+run() {
+  local dir=$1 name=$2 seed=$3 epochs=$4
+  shift 4
+  mkdir -p "$out/$dir"
+  local csv=$out/$dir/$name-s$seed.csv
+  if [ -f "$csv" ] && [ "$(($(wc -l < "$csv") - 1))" -ge "$epochs" ]; then return 0; fi
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  echo "  $dir/$name seed $seed: train $* --epochs $epochs --seed $seed"
+  nice "$train" --quiet --rounding nearest-away --epochs "$epochs" --seed "$seed" "$@" --csv "$csv" \
+    > "$out/$dir/$name-s$seed.log" 2>&1 &
+  running=$((running + 1))
+}
+
+finish() {
+  while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  if [ "$failed" -ne 0 ]; then
+    echo "$0: a training run failed; see the .log files under $out" >&2
+    exit 1
+  fi
+}
+
+start=$(date +%s)
+for part in $parts; do
+  part_start=$(date +%s)
+  echo "== $part"
+  case $part in
+    tradeoff)
+      for seed in $seeds; do
+        for a in fp32 all-high uniform op op-variant; do
+          run tradeoff "$a" "$seed" 5 --model mlp --assignment "$a"
+        done
+        for r in 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1; do
+          run tradeoff "ours-r$r-decreasing" "$seed" 5 --model mlp --assignment ours --ratio "$r"
+        done
+      done ;;
+    order)
+      for seed in $seeds; do
+        for r in 0.25 0.5 0.75; do
+          for o in decreasing increasing random; do
+            run order "ours-r$r-$o" "$seed" 5 --model mlp --assignment ours --ratio "$r" --order "$o"
+          done
+        done
+      done ;;
+    promotion)
+      # The MLP at 4x and 6x its default lr (0.05): at 0.3 the hidden activations and logits
+      # overflow fp(4,3,4)'s maximum of 30 in 3–10% of their elements within ~30 steps (at 0.4
+      # fp32 gives NaN within the first epoch). uniform = ours at r = 1.
+      for seed in $seeds; do
+        for lr in 0.2 0.25 0.3; do
+          for p in on off; do
+            run promotion "uniform-lr$lr-promo-$p" "$seed" 3 --model mlp --lr "$lr" --assignment uniform --promotion "$p" \
+              --step-csv "$out/promotion/uniform-lr$lr-promo-$p-s$seed.steps.csv"
+          done
+          run promotion "fp32-lr$lr" "$seed" 3 --model mlp --lr "$lr" --assignment fp32
+        done
+        for p in on off; do
+          run promotion "ours-r0.5-lr0.3-promo-$p" "$seed" 3 --model mlp --lr 0.3 --assignment ours --ratio 0.5 \
+            --promotion "$p" --step-csv "$out/promotion/ours-r0.5-lr0.3-promo-$p-s$seed.steps.csv"
+        done
+      done ;;
+    cnn)
+      for seed in $seeds; do
+        for a in fp32 uniform op op-variant; do
+          run tradeoff-cnn "$a" "$seed" 2 --model cnn --width 0.25 --assignment "$a"
+        done
+        for r in 0 0.5 0.9; do
+          run tradeoff-cnn "ours-r$r-decreasing" "$seed" 2 --model cnn --width 0.25 --assignment ours --ratio "$r"
+        done
+      done ;;
+    scaling)
+      for seed in $seeds; do
+        for s in on off; do
+          run scaling "mlp-uniform-scaling-$s" "$seed" 5 --model mlp --assignment uniform --loss-scaling "$s"
+          run scaling "cnn0.25-uniform-scaling-$s" "$seed" 2 --model cnn --width 0.25 --assignment uniform \
+            --loss-scaling "$s"
+        done
+      done ;;
+    summary)
+      finish
+      for d in tradeoff tradeoff-cnn order promotion scaling; do
+        if [ -d "$out/$d" ]; then
+          "$here/summarize_runs.sh" "$out/$d" > "$out/$d.md"
+          echo "$out/$d.md:"
+          cat "$out/$d.md"
+        fi
+      done
+      if [ -d "$out/tradeoff" ]; then
+        "$here/plot_tradeoff.sh" "$out/tradeoff" "$out/tradeoff.png" \
+          "Fashion-MNIST, MLP 784-512-512-10, 5 epochs, 3 seeds"
+      fi
+      if [ -f "$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" ]; then
+        "$here/plot_overflow.sh" "$out/overflow.png" 0.01 \
+          "uniform, no promotion=$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" \
+          "uniform, promotion Θ=0.01=$out/promotion/uniform-lr0.3-promo-on-s1.steps.csv"
+      fi
+      if [ -d "$out/tradeoff-cnn" ]; then
+        "$here/plot_tradeoff.sh" "$out/tradeoff-cnn" "$out/tradeoff-cnn.png" \
+          "Fashion-MNIST, CNN width 0.25 (8/16 channels), 2 epochs, 3 seeds"
+      fi ;;
+    *) echo "$0: unknown part '$part'" >&2; exit 2 ;;
+  esac
+  if [ "$part" != summary ]; then
+    finish
+    echo "   $part: $(( $(date +%s) - part_start )) s"
+  fi
+done
+echo "reproduce: done in $(( $(date +%s) - start )) s"
