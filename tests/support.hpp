@@ -2,6 +2,9 @@
 #pragma once
 
 #include <bit>
+#include <cstdint>
+#include <sstream>
+#include <string>
 
 #include <minifloat/round.hpp>
 
@@ -21,5 +24,18 @@ template <class S>
 bits_of<S> to_bits(S x) {
   return std::bit_cast<bits_of<S>>(x);
 }
+
+/// The number of oracle mismatches of a sweep and the first few, for the failure message.
+struct mismatch_log {
+  std::uint64_t count = 0;
+  std::string first;
+  void add(std::uint32_t u, std::uint32_t got, std::uint32_t want) {
+    if (count++ < 8) {
+      std::ostringstream s;
+      s << std::hex << "\n  input 0x" << u << ": minifloat 0x" << got << ", oracle 0x" << want;
+      first += s.str();
+    }
+  }
+};
 
 }  // namespace test_support

@@ -25,6 +25,8 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 
 namespace {
@@ -74,17 +76,7 @@ void oracle_codes(const float* in, std::uint16_t* out, std::size_t n) {
 
 bool is_nan_code(std::uint16_t c) { return (c & 0x7f80) == 0x7f80 && (c & 0x007f) != 0; }
 
-struct mismatch_log {
-  std::uint64_t count = 0;
-  std::string first;
-  void add(std::uint32_t u, std::uint32_t got, std::uint32_t want) {
-    if (count++ < 8) {
-      std::ostringstream s;
-      s << std::hex << "\n  input 0x" << u << ": minifloat 0x" << got << ", oracle 0x" << want;
-      first += s.str();
-    }
-  }
-};
+using test_support::mismatch_log;
 
 /// Calls check(in, n) on blocks of kBlock floats covering every kStride-th bit pattern.
 template <class F>

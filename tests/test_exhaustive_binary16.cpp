@@ -22,6 +22,8 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 
 namespace {
@@ -90,17 +92,7 @@ std::uint64_t for_each_block(const std::vector<pattern_range>& ranges, F&& check
   return visited;
 }
 
-struct mismatch_log {
-  std::uint64_t count = 0;
-  std::string first;
-  void add(std::uint32_t u, std::uint32_t got, std::uint32_t want) {
-    if (count++ < 8) {
-      std::ostringstream s;
-      s << std::hex << "\n  input 0x" << u << ": minifloat 0x" << got << ", oracle 0x" << want;
-      first += s.str();
-    }
-  }
-};
+using test_support::mismatch_log;
 
 template <int Imm>
 std::uint64_t sweep_codes(mf::rounding mode, const std::vector<pattern_range>& ranges, mismatch_log& log) {
