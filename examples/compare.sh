@@ -38,16 +38,9 @@ done
 
 # The trainer: BUILD_DIR/examples/train, else the first build directory under the checkout that
 # has one.
-if [ -n "$build" ]; then
-  train=$build/examples/train
-else
-  # shellcheck disable=SC2012  # ls -t: the newest build; the paths are plain
-  train=$(ls -t "$here"/../build/*/examples/train 2>/dev/null | head -n 1 || true)
-fi
-if [ -z "$train" ] || [ ! -x "$train" ]; then
-  echo "$0: no train executable found; build it (cmake --build BUILD_DIR --target train) and pass -b BUILD_DIR" >&2
-  exit 1
-fi
+# shellcheck source=examples/find_train.sh
+. "$here/find_train.sh"
+train=$(find_train "$build" "$here") || exit 1
 mkdir -p "$out"
 
 configs=(

@@ -41,16 +41,9 @@ done
 shift $((OPTIND - 1))
 parts=${*:-tradeoff order promotion cnn scaling summary}
 
-if [ -n "$build" ]; then
-  train=$build/examples/train
-else
-  # shellcheck disable=SC2012  # ls -t: the newest build; the paths are plain
-  train=$(ls -t "$here"/../build/*/examples/train 2>/dev/null | head -n 1 || true)
-fi
-if [ -z "$train" ] || [ ! -x "$train" ]; then
-  echo "$0: no train executable found; build it (cmake --build BUILD_DIR --target train) and pass -b BUILD_DIR" >&2
-  exit 1
-fi
+# shellcheck source=examples/find_train.sh
+. "$here/find_train.sh"
+train=$(find_train "$build" "$here") || exit 1
 
 seeds="1 2 3"
 running=0

@@ -17,6 +17,9 @@ inline constexpr bool sanitize = true;
 inline constexpr bool sanitize = false;
 #endif
 
+/// Exhaustive sweeps visit every bit pattern, or every 61st under the sanitizer.
+inline constexpr std::uint64_t exhaustive_stride = sanitize ? 61 : 1;
+
 template <class S>
 using bits_of = typename minifloat::source_layout<S>::bits;
 

@@ -28,11 +28,7 @@ namespace mf = minifloat;
 
 namespace {
 
-#if MINIFLOAT_TEST_SANITIZE
-constexpr std::uint64_t kStride = 61;  // the sanitizer run visits every 61st bit pattern
-#else
-constexpr std::uint64_t kStride = 1;
-#endif
+constexpr std::uint64_t kStride = test_support::exhaustive_stride;
 constexpr std::size_t kBlock = std::size_t{1} << 20;
 
 bool has_f16c() {
