@@ -7,7 +7,8 @@
 // Both kinds of weights go through the same per-element update, so a split step is bit for bit
 // the fp32 step whenever the split is lossless (bf16 + 16 truncating: always, NaN aside). Each
 // `*_step(split_tensor&, ...)` works in chunks: restore a chunk to fp32, update it, split it
-// again as the tensor's next generation. The multi-tensor ("fused") overloads take many
+// again as the tensor's next generation. Any other chunked weight store with the same interface
+// (the concept chunked_weights: low_tensor.hpp's low-precision-only weights) steps the same way. The multi-tensor ("fused") overloads take many
 // (params, grads, state) groups in one call and check every group before touching any.
 // Scalars follow PyTorch: hyperparameters are doubles (Python floats), per-step factors (bias
 // corrections, 1 - lr * weight_decay, ...) are computed in double and rounded to float once;
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "low_tensor.hpp"
 #include "split.hpp"
 
 namespace minifloat::storage {
@@ -79,6 +82,17 @@ struct adam_state {
   std::vector<float> exp_avg;
   std::vector<float> exp_avg_sq;
   std::int64_t steps = 0;
+};
+
+/// Weights an optimizer steps a chunk at a time: load(start, out) restores weights [start,
+/// start + out.size()) to fp32, store(start, x) writes them back, next_generation() starts a
+/// rewrite (fresh stochastic draws); starts are multiples of 32.
+template <class W>
+concept chunked_weights = requires(W& w, const W& cw, std::size_t start, std::span<float> out) {
+  { cw.size() } -> std::convertible_to<std::size_t>;
+  cw.load(start, out);
+  w.store(start, std::span<const float>(out));
+  w.next_generation();
 };
 
 /// One tensor of a multi-tensor step.
@@ -207,9 +221,9 @@ inline void update(std::span<float> p, const float* g, float* m, float* v, const
   });
 }
 
-/// Restores each chunk of t, applies `step(chunk, offset)`, splits it again as a new generation.
-template <class Step>
-void update_split(split_tensor& t, Step step) {
+/// Restores each chunk of t, applies `step(chunk, offset)`, stores it again as a new generation.
+template <chunked_weights W, class Step>
+void update_split(W& t, Step step) {
   t.next_generation();
   float w[optimizer_chunk];
   for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
@@ -230,8 +244,9 @@ inline void sgd_step(std::span<float> params, std::span<const float> grads, sgd_
   detail::update(params, grads.data(), s.momentum_buffer.data(), c);
 }
 
-/// One SGD step on split weights: restore, update in fp32, split again.
-inline void sgd_step(split_tensor& params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
+/// One SGD step on split weights (or other chunked weights): restore, update in fp32, split again.
+template <chunked_weights W>
+void sgd_step(W& params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::sgd_step");
   const detail::sgd_factors c = detail::begin_step(s, params.size(), o);
@@ -249,8 +264,9 @@ inline void adam_step(std::span<float> params, std::span<const float> grads, ada
   detail::update(params, grads.data(), s.exp_avg.data(), s.exp_avg_sq.data(), c);
 }
 
-/// One Adam (or AdamW) step on split weights.
-inline void adam_step(split_tensor& params, std::span<const float> grads, adam_state& s, const adam_options& o) {
+/// One Adam (or AdamW) step on split weights (or other chunked weights).
+template <chunked_weights W>
+void adam_step(W& params, std::span<const float> grads, adam_state& s, const adam_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::adam_step");
   const detail::adam_factors c = detail::begin_step(s, params.size(), o);

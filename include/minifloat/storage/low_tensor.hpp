@@ -1,0 +1,89 @@
+// minifloat/storage/low_tensor.hpp — weights kept only in a low-precision format, with no fp32
+// copy and no extra bits: the "fp16", "bf16" and "fp8" rows of the extra-mantissa-bits paper's
+// Table 3 (§4), the baseline that split storage (split.hpp, §3.1) improves on.
+//
+// The codes are bit-packed at the format's width (packed_minifloat.hpp). An update restores a
+// chunk to fp32, changes it and rounds it back — to nearest even, or stochastically — so updates
+// smaller than half a unit in the last place vanish (nearest) or survive only on average
+// (stochastic). Overflow saturates at the largest finite value, as a forward tensor does.
+// Like split_tensor, each rewrite is a new generation and stochastic draws come from (seed,
+// generation, element index), so the chunking of an update does not change its result.
+// The optimizers of optimizers.hpp step it through the same chunked interface as a split_tensor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "../format.hpp"
+#include "../random.hpp"
+#include "../round.hpp"
+#include "packed_minifloat.hpp"
+
+namespace minifloat::storage {
+
+class low_tensor {
+ public:
+  /// x rounded to `f` with `mode` (nearest_even or stochastic), as generation 0.
+  low_tensor(std::span<const float> x, const format& f, rounding mode = rounding::nearest_even, std::uint64_t seed = 0)
+      : fmt_(f), mode_(checked(mode)), seed_(seed), codes_(x.size(), checked_bits(f)) {
+    store(0, x);
+  }
+
+  std::size_t size() const { return codes_.size(); }
+  const format& fmt() const { return fmt_; }
+  rounding mode() const { return mode_; }
+  std::uint64_t generation() const { return generation_; }
+  const packed_array& codes() const { return codes_; }
+
+  /// out = the stored values.
+  void decode(std::span<float> out) const {
+    if (out.size() != size())
+      throw std::invalid_argument("minifloat::storage::low_tensor::decode: output of " + std::to_string(out.size()) +
+                                  " for " + std::to_string(size()) + " weights");
+    decode_packed(codes_.words(), out, fmt_);
+  }
+
+  // Chunked access for in-place updates (the interface optimizers.hpp steps): `start` must be
+  // a multiple of 32, and a stored range must end at a multiple of 32 or at the last weight.
+  void load(std::size_t start, std::span<float> out) const {
+    check_range(start, out.size(), out.size() == size() - start || out.size() % 32 == 0, "load");
+    decode_packed(words_from(start), out, fmt_);
+  }
+  void store(std::size_t start, std::span<const float> x) {
+    check_range(start, x.size(), x.size() == size() - start || x.size() % 32 == 0, "store");
+    const rounding_options o{mode_, overflow::saturate, 0,
+                             minifloat::detail::mix64(seed_ + minifloat::detail::golden64 * (generation_ + 1)), start};
+    encode_packed(x, codes_.words().subspan(word_offset(start)), fmt_, o);
+  }
+  void next_generation() { ++generation_; }
+
+ private:
+  static rounding checked(rounding m) {
+    if (m != rounding::nearest_even && m != rounding::stochastic)
+      throw std::invalid_argument("minifloat::storage::low_tensor: mode must be nearest_even or stochastic");
+    return m;
+  }
+  static int checked_bits(const format& f) {
+    detail::check_codes_fit(f, sign_storage::stored, "minifloat::storage::low_tensor");
+    return code_bits(f, sign_storage::stored);
+  }
+  std::size_t word_offset(std::size_t start) const { return start / 32 * static_cast<std::size_t>(codes_.bits()); }
+  std::span<const std::uint32_t> words_from(std::size_t start) const { return codes_.words().subspan(word_offset(start)); }
+  void check_range(std::size_t start, std::size_t n, bool whole_words, const char* who) const {
+    if (start % 32 != 0 || start > size() || n > size() - start || !whole_words)
+      throw std::out_of_range(std::string("minifloat::storage::low_tensor::") + who + ": range [" +
+                              std::to_string(start) + ", +" + std::to_string(n) + ") of " + std::to_string(size()) +
+                              " weights (32-aligned, whole words unless it ends at the last weight)");
+  }
+
+  format fmt_;
+  rounding mode_;
+  std::uint64_t seed_;
+  std::uint64_t generation_ = 0;
+  packed_array codes_;
+};
+
+}  // namespace minifloat::storage
