@@ -31,8 +31,8 @@ void batch_norm::forward(const tensor& x, tensor& y, mode m) {
   y.resize(output_shape(x.shape));
   const std::size_t n = x.shape.n, channels = cfg_.channels, plane = x.shape.plane();
   const std::size_t count = n * plane;
-  const std::vector<float>& gamma = params_[0].used;
-  const std::vector<float>& beta = params_[1].used;
+  const float_buffer& gamma = params_[0].used;
+  const float_buffer& beta = params_[1].used;
   have_batch_stats_ = m == mode::train;
   for (std::size_t c = 0; c < channels; ++c) {
     float mean = running_mean_[c], inv_std = 1.0f / std::sqrt(running_var_[c] + cfg_.eps);

@@ -35,9 +35,18 @@ class batch_norm final : public module {
   [[nodiscard]] std::span<const float> running_var() const { return running_var_; }
 
  private:
+  // Running statistics are fp32 model state in every configuration: charged as weights.
+  void track_buffers(minifloat::storage::memory_ledger& ledger) override {
+    using minifloat::storage::memory_category;
+    minifloat::storage::track(running_mean_, {&ledger, memory_category::weights});
+    minifloat::storage::track(running_var_, {&ledger, memory_category::weights});
+    minifloat::storage::track(mean_, {&ledger, memory_category::activations});
+    minifloat::storage::track(inv_std_, {&ledger, memory_category::activations});
+  }
+
   batch_norm_config cfg_;
-  std::vector<float> running_mean_, running_var_;
-  std::vector<float> mean_, inv_std_;  // of the last train-mode batch, for backward
+  float_buffer running_mean_, running_var_;
+  float_buffer mean_, inv_std_;  // of the last train-mode batch, for backward
   bool have_batch_stats_ = false;
 };
 

@@ -104,7 +104,7 @@ void conv2d::backward(const tensor& x, const tensor& dy, tensor* dx) {
   const shape4 os = output_shape(x.shape);
   if (dy.shape != os) throw std::invalid_argument("nn::conv2d: gradient shape differs from output");
   const std::size_t taps = cfg_.in_channels * cfg_.kernel * cfg_.kernel, pixels = os.plane();
-  std::vector<float>& dw = params_[0].grad;
+  float_buffer& dw = params_[0].grad;
   std::fill(dw.begin(), dw.end(), 0.0f);
   if (cfg_.bias) std::fill(params_[1].grad.begin(), params_[1].grad.end(), 0.0f);
   if (dx != nullptr) dx->resize(x.shape);

@@ -30,11 +30,14 @@ class conv2d final : public module {
   [[nodiscard]] const conv2d_config& config() const { return cfg_; }
 
  private:
+  void track_buffers(minifloat::storage::memory_ledger& ledger) override {
+    minifloat::storage::track(col_, {&ledger, minifloat::storage::memory_category::activations});
+  }
   void im2col(const float* image, std::size_t h, std::size_t w, std::size_t oh, std::size_t ow);
   void col2im(float* image, std::size_t h, std::size_t w, std::size_t oh, std::size_t ow) const;
 
   conv2d_config cfg_;
-  std::vector<float> col_;  // one unfolded image: rows (c, ky, kx), columns (oy, ox)
+  float_buffer col_;  // one unfolded image: rows (c, ky, kx), columns (oy, ox)
 };
 
 }  // namespace nn

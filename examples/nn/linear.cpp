@@ -45,7 +45,7 @@ void linear::backward(const tensor& x, const tensor& dy, tensor* dx) {
   gemm({.trans_a = transpose::yes, .trans_b = transpose::no, .m = out_, .n = in_, .k = n, .a = dy.data(),
         .lda = out_, .b = x.data(), .ldb = in_, .beta = 0.0f, .c = params_[0].grad.data(), .ldc = in_});
   if (has_bias_) {
-    std::vector<float>& db = params_[1].grad;
+    float_buffer& db = params_[1].grad;
     std::fill(db.begin(), db.end(), 0.0f);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t o = 0; o < out_; ++o) db[o] += dy.values[i * out_ + o];

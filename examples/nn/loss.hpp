@@ -22,6 +22,11 @@ class softmax_cross_entropy {
   /// dLoss/dlogits = scale · (softmax − onehot) / n. `scale` is the dynamic loss scale (applied
   /// before any rounding, as PyTorch's GradScaler scales the loss).
   const tensor& backward(float scale = 1.0f);
+  /// Charges the probabilities (activations) and the logits' gradient to `ledger` from now on.
+  void track_memory(minifloat::storage::memory_ledger& ledger) {
+    probabilities_.track_memory(ledger, minifloat::storage::memory_category::activations);
+    gradient_.track_memory(ledger, minifloat::storage::memory_category::activation_gradients);
+  }
 
  private:
   tensor probabilities_;

@@ -40,12 +40,12 @@ enum class mode : bool { eval, train };
 struct parameter {
   std::string name;          // "weight", "bias"
   shape4 shape;              // PyTorch's layout, e.g. {out, in, kh, kw}
-  std::vector<float> value;  // θ: the fp32 master copy the optimizer updates
-  std::vector<float> used;   // θ̂: what forward and backward read (the model copies value here and rounds it)
-  std::vector<float> grad;   // dθ of the last backward (overwritten, not accumulated)
+  float_buffer value;  // θ: the fp32 master copy the optimizer updates (empty when a weight store holds θ)
+  float_buffer used;   // θ̂: what forward and backward read (the model copies value here and rounds it)
+  float_buffer grad;   // dθ of the last backward (overwritten, not accumulated; may be freed between steps)
 
   parameter(std::string n, shape4 s) : name(std::move(n)), shape(s), value(s.numel()), used(s.numel()), grad(s.numel()) {}
-  [[nodiscard]] std::size_t numel() const { return value.size(); }
+  [[nodiscard]] std::size_t numel() const { return shape.numel(); }
 };
 
 class module {
@@ -69,7 +69,22 @@ class module {
   [[nodiscard]] std::span<parameter> parameters() { return params_; }
   [[nodiscard]] std::span<const parameter> parameters() const { return params_; }
 
+  /// Charges the parameters (value: weights, used: compute copy, grad: gradients) and the
+  /// layer's own buffers to `ledger` from now on.
+  void track_memory(minifloat::storage::memory_ledger& ledger) {
+    using minifloat::storage::memory_category;
+    for (parameter& p : params_) {
+      minifloat::storage::track(p.value, {&ledger, memory_category::weights});
+      minifloat::storage::track(p.used, {&ledger, memory_category::compute_copy});
+      minifloat::storage::track(p.grad, {&ledger, memory_category::gradients});
+    }
+    track_buffers(ledger);
+  }
+
  protected:
+  /// Charges the layer's own buffers (what it keeps for backward, running statistics).
+  virtual void track_buffers(minifloat::storage::memory_ledger&) {}
+
   std::vector<parameter> params_;
 };
 

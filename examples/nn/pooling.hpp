@@ -32,8 +32,12 @@ class max_pool final : public module {
   void backward(const tensor& x, const tensor& dy, tensor* dx) override;
 
  private:
+  void track_buffers(minifloat::storage::memory_ledger& ledger) override {
+    minifloat::storage::track(argmax_, {&ledger, minifloat::storage::memory_category::activations});
+  }
+
   pool_config cfg_;
-  std::vector<std::uint32_t> argmax_;  // per output: offset of the chosen input within its plane
+  buffer<std::uint32_t> argmax_;  // per output: offset of the chosen input within its plane
 };
 
 class avg_pool final : public module {

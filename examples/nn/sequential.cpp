@@ -37,6 +37,7 @@ sequential::sequential(shape4 sample) : sample_{1, sample.c, sample.h, sample.w}
   if (sample_.sample_numel() == 0) throw std::invalid_argument("nn::sequential: empty sample shape");
   names_.emplace_back("input");
   first_site_.push_back(0);
+  first_param_.push_back(0);
   activations_.resize(1);
   gradients_.resize(1);
 }
@@ -52,6 +53,7 @@ module& sequential::add(std::string name, std::unique_ptr<module> layer) {
     throw std::invalid_argument("nn::sequential: module name '" + name + "' is empty or taken");
   (void)layer->output_shape(output_shape(sample_));  // throws if the shapes do not chain
   first_site_.push_back(site_count_);
+  first_param_.push_back(first_param_.back() + (layers_.empty() ? 0 : layers_.back()->parameters().size()));
   site_count_ += sites_of_layer(layer->parameters().size());
   names_.push_back(std::move(name));
   layers_.push_back(std::move(layer));
@@ -136,7 +138,13 @@ model_description sequential::describe(std::size_t batch) const {
   return d;
 }
 
-const tensor& sequential::forward(const tensor& x, rounding_hooks& hooks, mode m) {
+void sequential::track_memory(minifloat::storage::memory_ledger& ledger) {
+  for (auto& l : layers_) l->track_memory(ledger);
+  for (tensor& t : activations_) t.track_memory(ledger, minifloat::storage::memory_category::activations);
+  for (tensor& t : gradients_) t.track_memory(ledger, minifloat::storage::memory_category::activation_gradients);
+}
+
+const tensor& sequential::forward(const tensor& x, rounding_hooks& hooks, mode m, parameter_source* source) {
   if (x.shape.n == 0 || x.shape.c != sample_.c || x.shape.h != sample_.h || x.shape.w != sample_.w ||
       x.values.size() != x.shape.numel())
     throw std::invalid_argument("nn::sequential::forward: input is not a batch of " + std::to_string(sample_.c) +
@@ -149,7 +157,8 @@ const tensor& sequential::forward(const tensor& x, rounding_hooks& hooks, mode m
     module& l = layer(k);
     const auto params = l.parameters();
     for (std::size_t p = 0; p < params.size(); ++p) {
-      std::copy(params[p].value.begin(), params[p].value.end(), params[p].used.begin());
+      if (source != nullptr) source->load(first_param_[k] + p, params[p]);
+      else std::copy(params[p].value.begin(), params[p].value.end(), params[p].used.begin());
       hooks.round(site(k, tensor_kind::parameter, p), params[p].used);
     }
     l.forward(activations_[k - 1], activations_[k], m);
@@ -159,7 +168,7 @@ const tensor& sequential::forward(const tensor& x, rounding_hooks& hooks, mode m
   return activations_.back();
 }
 
-void sequential::backward(const tensor& grad_output, rounding_hooks& hooks) {
+void sequential::backward(const tensor& grad_output, rounding_hooks& hooks, gradient_sink* sink) {
   if (!ready_for_backward_)
     throw std::logic_error("nn::sequential::backward: needs a train-mode forward (once per forward)");
   const std::size_t last = size() - 1;
@@ -171,10 +180,12 @@ void sequential::backward(const tensor& grad_output, rounding_hooks& hooks) {
   hooks.round(site(last, tensor_kind::activation_gradient), gradients_[last].span());
   for (std::size_t k = last; k >= 1; --k) {
     module& l = layer(k);
-    l.backward(activations_[k - 1], gradients_[k], k > 1 ? &gradients_[k - 1] : nullptr);
     const auto params = l.parameters();
+    for (parameter& p : params) p.grad.resize(p.numel());  // after release_gradient
+    l.backward(activations_[k - 1], gradients_[k], k > 1 ? &gradients_[k - 1] : nullptr);
     for (std::size_t p = 0; p < params.size(); ++p)
       hooks.round(site(k, tensor_kind::parameter_gradient, p), params[p].grad);
+    if (sink != nullptr && !params.empty()) sink->gradients_ready(first_param_[k], params);
     if (k > 1) hooks.round(site(k - 1, tensor_kind::activation_gradient), gradients_[k - 1].span());
   }
 }

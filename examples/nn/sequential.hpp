@@ -12,10 +12,13 @@
 //   softmax_cross_entropy::forward / backward(scale)   (no hooks)
 //   backward(dlogits, hooks)
 //     GY(last) on a copy of dlogits
-//     for each module k from last to first: the layer's backward, then GP(k, p) on each
-//                        parameter's grad, then GY(k-1) on its input gradient (k > 1)
+//     for each module k from last to first: the layer's backward (each parameter's grad is
+//                        allocated first if it was released), then GP(k, p) on each
+//                        parameter's grad, then the gradient sink's gradients_ready(k's
+//                        parameters) when one is given, then GY(k-1) on its input gradient (k > 1)
 // A forward in eval mode calls the P and Y hooks only. The optimizer then updates `value` from
-// `grad` (sgd.hpp); `value` itself is never rounded by the model.
+// `grad` (sgd.hpp); `value` itself is never rounded by the model. With a parameter_source
+// (parameter_hooks.hpp) forward asks it for `used` instead of copying `value`.
 #pragma once
 
 #include <memory>
@@ -27,6 +30,7 @@
 
 #include "nn/hooks.hpp"
 #include "nn/module.hpp"
+#include "nn/parameter_hooks.hpp"
 
 namespace nn {
 
@@ -95,10 +99,16 @@ class sequential {
   /// (e.g. the input's GY).
   [[nodiscard]] tensor_site site(std::size_t module, tensor_kind kind, std::size_t param = 0) const;
 
-  /// Runs the batch through every layer; returns the last Y (the logits), rounded.
-  const tensor& forward(const tensor& x, rounding_hooks& hooks, mode m);
-  /// Backpropagates dLoss/d(last Y) after a train-mode forward; leaves every parameter's grad.
-  void backward(const tensor& grad_output, rounding_hooks& hooks);
+  /// Runs the batch through every layer; returns the last Y (the logits), rounded. θ̂ comes
+  /// from `source` when given, else from each parameter's value.
+  const tensor& forward(const tensor& x, rounding_hooks& hooks, mode m, parameter_source* source = nullptr);
+  /// Backpropagates dLoss/d(last Y) after a train-mode forward; leaves every parameter's grad
+  /// (unless `sink` releases them) and tells `sink`, when given, as each layer's are final.
+  void backward(const tensor& grad_output, rounding_hooks& hooks, gradient_sink* sink = nullptr);
+
+  /// Charges every parameter, layer buffer, activation (Y) and activation gradient (GY) of the
+  /// model to `ledger` from now on (minifloat/storage/memory_ledger.hpp).
+  void track_memory(minifloat::storage::memory_ledger& ledger);
 
   /// Y(k) and GY(k) of the last step, as rounded (for statistics and tests).
   [[nodiscard]] const tensor& activation(std::size_t k) const { return activations_.at(k); }
@@ -111,6 +121,7 @@ class sequential {
   std::vector<std::string> names_;  // names_[0] == "input"
   std::vector<std::unique_ptr<module>> layers_;
   std::vector<std::size_t> first_site_;  // per module
+  std::vector<std::size_t> first_param_;  // per module: index of its first parameter in parameters()
   std::size_t site_count_ = 1;
   std::vector<tensor> activations_, gradients_;  // per module, reused across steps
   bool ready_for_backward_ = false;

@@ -4,13 +4,23 @@
 // from step to step, so resize() only allocates when a batch grows. A matrix of n rows
 // ("features") is the shape {n, features, 1, 1}; a linear layer reads any shape as
 // {n, c*h*w}, which is how flattening happens.
+//
+// Every buffer of the layers is a `buffer<T>`: a std::vector whose allocator can charge a
+// memory_ledger (minifloat/storage/memory_ledger.hpp), so a trainer measures what the model
+// really allocates; untracked (the default) it is a plain vector.
 #pragma once
 
 #include <cstddef>
 #include <span>
 #include <vector>
 
+#include <minifloat/storage/memory_ledger.hpp>
+
 namespace nn {
+
+template <class T>
+using buffer = std::vector<T, minifloat::storage::tracking_allocator<T>>;
+using float_buffer = buffer<float>;
 
 struct shape4 {
   std::size_t n = 0, c = 0, h = 1, w = 1;
@@ -24,7 +34,7 @@ struct shape4 {
 
 struct tensor {
   shape4 shape;
-  std::vector<float> values;
+  float_buffer values;
 
   tensor() = default;
   explicit tensor(shape4 s, float fill = 0.0f) : shape(s), values(s.numel(), fill) {}
@@ -38,6 +48,10 @@ struct tensor {
   [[nodiscard]] float* data() { return values.data(); }
   [[nodiscard]] const float* data() const { return values.data(); }
   [[nodiscard]] std::size_t numel() const { return values.size(); }
+  /// Charges the values to (ledger, category) from now on.
+  void track_memory(minifloat::storage::memory_ledger& ledger, minifloat::storage::memory_category c) {
+    minifloat::storage::track(values, {&ledger, c});
+  }
 };
 
 }  // namespace nn
