@@ -30,8 +30,8 @@
 #include "nn/loss.hpp"
 #include "nn/models.hpp"
 #include "nn/schedule.hpp"
-#include "nn/sgd.hpp"
 #include "site_wiring.hpp"
+#include "weight_options.hpp"
 
 namespace mt = minifloat::training;
 
@@ -59,6 +59,7 @@ precision
                                         and last low (input activation, weights, output gradient)
                              op-variant op plus those GEMMs' outputs and input gradients
                              ours       size-ordered demotion to ratio r (default)
+                             fixed      every tensor in --format (see weights and update)
                              low formats: fp(4,3,4) for activations and weights, fp(5,2,0)
                              for activation gradients; weight gradients stay high
   --ratio R                  ours: demote tensor groups until the demoted share of all
@@ -104,7 +105,7 @@ steps it skipped, the three largest overflow ratios of forward tensors (maximum 
 epoch's steps), and the time.
 )";
 
-enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours };
+enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours, fixed };
 
 struct config {
   std::string model = "mlp";
@@ -127,6 +128,7 @@ struct config {
   std::size_t threads = 1;
   std::string csv, step_csv;
   bool quiet = false;
+  examples::weight_flags weights;  // --weights, --visible, --optimizer, --fused-update, ... (weight_options.hpp)
 };
 
 struct usage_error : std::runtime_error {
@@ -188,6 +190,10 @@ std::optional<config> parse_args(int argc, char** argv) {
       c.quiet = true;
       continue;
     }
+    if (examples::is_weight_switch(arg)) {
+      examples::parse_weight_flag(c.weights, arg, {});
+      continue;
+    }
     if (!arg.starts_with("--")) throw usage_error("unexpected argument '" + std::string(arg) + "'");
     std::string_view flag = arg, value;
     if (const auto eq = arg.find('='); eq != std::string_view::npos) {
@@ -209,7 +215,8 @@ std::optional<config> parse_args(int argc, char** argv) {
                                                     {"uniform", assignment_kind::uniform},
                                                     {"op", assignment_kind::op},
                                                     {"op-variant", assignment_kind::op_variant},
-                                                    {"ours", assignment_kind::ours}});
+                                                    {"ours", assignment_kind::ours},
+                                                    {"fixed", assignment_kind::fixed}});
     else if (flag == "--ratio") {
       c.ratio = parse_in(flag, value, 0.0, 1.0);
       ratio_given = true;
@@ -242,8 +249,20 @@ std::optional<config> parse_args(int argc, char** argv) {
     else if (flag == "--threads") c.threads = std::min<std::size_t>(parse_count(flag, value, 1), 256);
     else if (flag == "--csv") c.csv = value;
     else if (flag == "--step-csv") c.step_csv = value;
-    else throw usage_error("unknown flag '" + std::string(flag) + "'");
+    else {
+      try {
+        if (!examples::parse_weight_flag(c.weights, flag, value)) throw usage_error("unknown flag '" + std::string(flag) + "'");
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+    }
   }
+  try {
+    examples::finish_weight_flags(c.weights);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
+  if (c.weights.compute && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
   if ((ratio_given || order_given) && c.assignment != assignment_kind::ours)
     throw usage_error("--ratio and --order apply to --assignment ours only");
   if (theta_given && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
@@ -259,6 +278,7 @@ std::string_view name_of(assignment_kind a) {
     case assignment_kind::op: return "op";
     case assignment_kind::op_variant: return "op-variant";
     case assignment_kind::ours: return "ours";
+    case assignment_kind::fixed: return "fixed";
   }
   return "?";
 }
@@ -286,9 +306,11 @@ struct eval_result {
   double loss = 0, accuracy = 0;
 };
 
-eval_result evaluate(nn::sequential& net, const data::image_dataset& set, site_hooks& hooks) {
+eval_result evaluate(nn::sequential& net, const data::image_dataset& set, site_hooks& hooks, std::size_t batch,
+                     nn::parameter_source* weights) {
   hooks.set_counting(false);
-  data::batch_loader loader(set, {.batch_size = 500, .shuffle = false});
+  // The training batch size, so evaluation allocates no larger activations than training does.
+  data::batch_loader loader(set, {.batch_size = batch, .shuffle = false});
   loader.start_epoch(0);
   nn::tensor x;
   std::vector<std::int32_t> y;
@@ -297,7 +319,7 @@ eval_result evaluate(nn::sequential& net, const data::image_dataset& set, site_h
   std::size_t correct = 0;
   for (std::size_t b = 0; b < loader.batches(); ++b) {
     loader.gather(b, x, y);
-    sum += loss.forward(net.forward(x, hooks, nn::mode::eval), y) * static_cast<double>(y.size());
+    sum += loss.forward(net.forward(x, hooks, nn::mode::eval, weights), y) * static_cast<double>(y.size());
     correct += loss.correct();
   }
   hooks.set_counting(true);
@@ -345,9 +367,11 @@ int run(const config& c) {
   const auto t_start = std::chrono::steady_clock::now();
   const data::image_dataset train_set = limited(data::load_fashion_mnist(data::split::train, c.data_dir), c.train_limit);
   const data::image_dataset test_set = limited(data::load_fashion_mnist(data::split::test, c.data_dir), c.test_limit);
+  minifloat::storage::memory_ledger ledger;  // before every container it counts, so it outlives them
 
   nn::sequential net = c.model == "mlp" ? nn::make_mlp({.width = c.width, .seed = c.seed})
                                         : nn::make_cnn({.width = c.width, .seed = c.seed});
+  net.track_memory(ledger);
   const nn::model_description desc = net.describe(c.batch_size);
   wired_graph wired = examples::describe(desc);
   mt::graph& g = wired.graph;
@@ -366,6 +390,14 @@ int run(const config& c) {
       demoted = res.groups_demoted;
       break;
     }
+    case assignment_kind::fixed: {
+      const minifloat::format f = c.weights.compute.value_or(examples::default_compute_format(c.weights.config));
+      for (mt::site& s : g.sites()) {
+        s.set_formats({f, f});
+        s.set_level(mt::precision::high);
+      }
+      break;
+    }
   }
   for (mt::site& s : g.sites()) s.set_mode(c.mode);
   g.seed_sites(c.seed);
@@ -376,8 +408,13 @@ int run(const config& c) {
   mt::loss_scaler scaler({c.init_scale, 2.0f, 0.5f,
                           static_cast<std::int64_t>(c.growth_interval ? c.growth_interval : steps_per_epoch), scaling});
   mt::overflow_promotion promo(c.theta);
-  nn::sgd opt({.momentum = static_cast<float>(c.momentum), .weight_decay = static_cast<float>(c.weight_decay)});
-  const double base_lr = c.lr.value_or(c.model == "cnn" ? 0.02 : 0.05);
+  examples::weight_config wc = c.weights.config;
+  wc.momentum = c.momentum;
+  wc.weight_decay = c.weight_decay;
+  wc.seed = c.seed;
+  examples::weight_store weights(net, wc, scaler, &ledger);
+  const double base_lr =
+      c.lr.value_or(wc.optimizer == examples::optimizer_kind::adamw ? 1e-3 : c.model == "cnn" ? 0.02 : 0.05);
   const nn::cosine_schedule schedule{.base_lr = base_lr, .total = c.epochs * steps_per_epoch};
   site_hooks hooks(g, wired.site_of, c.threads);
 
@@ -407,6 +444,7 @@ int run(const config& c) {
       if (s.is_low()) low_names += " " + s.name();
     std::printf("low tensors:%s\n", low_names.empty() ? " none" : low_names.c_str());
     std::printf("initial low-precision ratio %.4f\n", mt::measure_footprint(g.sites()).low_ratio());
+    std::printf("weights %s\n", examples::describe(wc).c_str());
   }
 
   std::ofstream csv;
@@ -423,9 +461,10 @@ int run(const config& c) {
     step_csv << "epoch,step,loss,loss_scale,skipped,low_ratio,max_overflow,top_overflow\n";
   }
 
-  const auto params = net.parameters();
   nn::softmax_cross_entropy loss;
+  loss.track_memory(ledger);
   nn::tensor x;
+  x.track_memory(ledger, minifloat::storage::memory_category::activations);
   std::vector<std::int32_t> y;
   std::uint64_t step = 0;
   for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
@@ -443,19 +482,20 @@ int run(const config& c) {
     for (std::size_t b = 0; b < steps_per_epoch; ++b, ++step) {
       loader.gather(b, x, y);
       g.begin_step(step);
-      // Forward: the model copies each master `value` into `used` and rounds it (P), then every
-      // output (Y); backward rounds every GY and GP. Loss scaling multiplies dLoss/dlogits.
-      const double batch_loss = loss.forward(net.forward(x, hooks, nn::mode::train), y);
+      lr = schedule(step);
+      weights.begin_step(lr);
+      // Forward: the weight store fills each `used` (master copy or decoded visible codes), the
+      // model rounds it (P), then every output (Y); backward rounds every GY and GP and, fused,
+      // hands each layer's gradients to the store. Loss scaling multiplies dLoss/dlogits.
+      const double batch_loss = loss.forward(net.forward(x, hooks, nn::mode::train, &weights), y);
       loss_sum += batch_loss * static_cast<double>(y.size());
       correct += loss.correct();
       seen += y.size();
-      net.backward(loss.backward(scaler.scale()), hooks);
-      for (nn::parameter* p : params) scaler.unscale(p->grad);  // before weight decay and the update
-      lr = schedule(step);
-      const bool stepped = scaler.should_step();
+      net.backward(loss.backward(scaler.scale()), hooks, weights.sink());
       const float scale_used = scaler.scale();
-      if (stepped) opt.step(params, static_cast<float>(lr));
-      else ++skipped;
+      // Unscale, check, clip, update (unfused: all at once here; fused: ends the step).
+      const bool stepped = !weights.finish_step().overflow;
+      if (!stepped) ++skipped;
       scaler.update();
       if (c.promotion) promo.promote(g.sites(), step);
       footprint.add(mt::measure_footprint(g.sites()));
@@ -466,7 +506,7 @@ int run(const config& c) {
     const double low_ratio_end = mt::measure_footprint(g.sites()).low_ratio();
     const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto t1 = std::chrono::steady_clock::now();
-    const eval_result test = evaluate(net, test_set, hooks);
+    const eval_result test = evaluate(net, test_set, hooks, c.batch_size, &weights);
     const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
 
     std::vector<std::size_t> top;
@@ -503,6 +543,13 @@ int run(const config& c) {
       csv.flush();
     }
   }
+  std::fputs(examples::memory_table(ledger).c_str(), stdout);
+  if (!c.weights.memory_csv.empty()) {
+    std::ofstream mem(c.weights.memory_csv);
+    if (!mem) throw std::runtime_error("cannot write '" + c.weights.memory_csv + "'");
+    mem << examples::memory_csv_header()
+        << examples::memory_csv_row(std::string(name_of(c.assignment)) + ", " + examples::describe(wc), ledger);
+  }
   if (!c.quiet)
     std::printf("done in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
   return 0;
@@ -515,6 +562,7 @@ int main(int argc, char** argv) {
     const std::optional<config> c = parse_args(argc, argv);
     if (!c) {
       std::fputs(help_text.data(), stdout);
+      std::fputs(examples::weight_help.data(), stdout);
       return 0;
     }
     return run(*c);

@@ -1,0 +1,52 @@
+// weight_options.hpp — the example trainer's command-line block for weight storage, optimizer,
+// fused update, gradient clipping, the compute format of `--assignment fixed` and the memory
+// report (extra-mantissa-bits paper §3.1, §3.2, §4.1; docs/no-master-weights.md). Kept apart
+// from train.cpp so the trainer only forwards these flags here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <minifloat/format.hpp>
+#include <minifloat/storage/memory_ledger.hpp>
+
+#include "weight_storage.hpp"
+
+namespace examples {
+
+struct weight_flags {
+  weight_config config;
+  std::optional<minifloat::format> compute;  ///< --format (only with --assignment fixed)
+  std::string memory_csv;
+  // Which flags were given, for the checks across flags.
+  bool visible_given = false, extra_given = false, split_given = false, policy_given = false;
+  bool adam_given = false;
+};
+
+/// The help section of these flags.
+extern const std::string_view weight_help;
+
+/// Flags that take no value.
+bool is_weight_switch(std::string_view flag);
+/// Applies one flag of this block; false if `flag` is not one of them. Throws
+/// std::invalid_argument with a message for a bad value.
+bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value);
+/// The checks across flags, after all are read (throws std::invalid_argument).
+void finish_weight_flags(weight_flags& f);
+
+/// The compute format of `--assignment fixed` when --format is not given: the visible format
+/// when it is 16 bits or wider, else binary16 (the paper emulated fp8 on fp16); binary16 with
+/// an fp32 master copy (mixed precision).
+minifloat::format default_compute_format(const weight_config& c);
+
+/// E.g. "low+8 fp16 truncate sgd fused(rollback)".
+std::string describe(const weight_config& c);
+
+/// The memory report: the peak total and the breakdown at that peak, one line per category.
+std::string memory_table(const minifloat::storage::memory_ledger& ledger);
+/// --memory-csv: a header and one row.
+std::string memory_csv_header();
+std::string memory_csv_row(const std::string& run, const minifloat::storage::memory_ledger& ledger);
+
+}  // namespace examples
