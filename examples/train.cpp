@@ -413,6 +413,9 @@ int run(const config& c) {
   wc.weight_decay = c.weight_decay;
   wc.seed = c.seed;
   examples::weight_store weights(net, wc, scaler, &ledger);
+  // Peaks count from here: the fp32 initialisation a low-only / low+k store has just replaced is
+  // set-up, not training.
+  ledger.reset_peaks();
   const double base_lr =
       c.lr.value_or(wc.optimizer == examples::optimizer_kind::adamw ? 1e-3 : c.model == "cnn" ? 0.02 : 0.05);
   const nn::cosine_schedule schedule{.base_lr = base_lr, .total = c.epochs * steps_per_epoch};
