@@ -10,8 +10,9 @@
 #            bf16, bf16+8, bf16+16, fp8 e5m2, fp8 e4m3, fp8+4 and fp8+8 (e5m2 visible); every
 #            low-precision row computes in --assignment fixed with its default format
 #   fused    the same CNN, seed 1: fp16+8, bf16+16 and fp32-master mixed precision with
-#            --fused-update (rollback and partial), and the MLP (width 1, 1 epoch) unfused vs
-#            fused, where the weights rather than the activations dominate memory
+#            --fused-update (rollback and partial); and the MLP (width 1, 1 epoch, seed 1),
+#            where the weights rather than the activations dominate memory: fp32, fp16,
+#            fp16+8, fp8+8, bf16+16 and mixed precision, the last two also fused
 #   summary  OUT/table3.md and OUT/fused.md from the CSVs
 # Each run writes NAME-sSEED.csv (per epoch), NAME-sSEED.mem.csv (measured peak memory) and
 # .log; a run whose memory CSV exists is skipped, so an interrupted reproduction resumes. Runs
@@ -65,6 +66,10 @@ fused_rows=(
   "bf16+16-fused-partial|--assignment fixed --weights low+16 --visible bf16 --fused-update --on-overflow partial"
 )
 mlp_rows=(
+  "mlp-fp32|--assignment fp32"
+  "mlp-fp16|--assignment fixed --weights low-only --visible fp16"
+  "mlp-fp16+8|--assignment fixed --weights low+8 --visible fp16"
+  "mlp-fp8+8|--assignment fixed --weights low+8 --visible e5m2"
   "mlp-bf16+16|--assignment fixed --weights low+16 --visible bf16"
   "mlp-bf16+16-fused|--assignment fixed --weights low+16 --visible bf16 --fused-update"
   "mlp-bf16+16-fused-partial|--assignment fixed --weights low+16 --visible bf16 --fused-update --on-overflow partial"

@@ -1,7 +1,8 @@
 // train — trains the example MLP or CNN on Fashion-MNIST with a precision assignment of the
 // precision-assignment paper (fp32, all-high, uniform, operator-based and its variant, or the
 // paper's size-ordered demotion with overflow-driven promotion), dynamic loss scaling and FP32
-// master weights. The layers (examples/nn/) call a rounding hook per tensor; this program wires
+// master weights — or, with --weights low-only|low+k, no fp32 copy at all and optionally the
+// update fused into the backward pass (weight_storage.hpp, docs/no-master-weights.md). The layers (examples/nn/) call a rounding hook per tensor; this program wires
 // that hook to minifloat::training sites. `train --help` explains every flag; docs/training.md
 // the rules.
 #include <algorithm>

@@ -82,7 +82,10 @@ bool is_weight_switch(std::string_view flag) { return flag == "--fused-update"; 
 
 bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value) {
   weight_config& c = f.config;
-  if (flag == "--fused-update") c.fused = true;
+  if (flag == "--fused-update") {
+    if (!value.empty()) throw flag_error(flag, "takes no value");
+    c.fused = true;
+  }
   else if (flag == "--weights") {
     if (value == "fp32-master") c.mode = weight_mode::fp32_master;
     else if (value == "low-only") c.mode = weight_mode::low_only;

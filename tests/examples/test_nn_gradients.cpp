@@ -43,7 +43,7 @@ void check_layer(const std::string& name, nn::module& layer, nn::tensor x, float
   nn::tensor dx;
   layer.backward(x, r, check_input ? &dx : nullptr);
   std::vector<std::vector<float>> grads;
-  for (const nn::parameter& p : layer.parameters()) grads.push_back(p.grad);
+  for (const nn::parameter& p : layer.parameters()) grads.emplace_back(p.grad.begin(), p.grad.end());
   if (check_input) {
     REQUIRE(dx.shape == x.shape);
     require_match(name + " dx", dx.span(), x.span(), loss, h, limit, rng);
@@ -134,7 +134,8 @@ TEST_CASE("softmax cross-entropy: value and gradient, loss scale", "[nn][gradien
 
   const auto loss = [&] { return ce.forward(z, labels); };
   (void)loss();
-  const std::vector<float> g(ce.backward().values);
+  const nn::float_buffer& dz = ce.backward().values;
+  const std::vector<float> g(dz.begin(), dz.end());
   require_match("d loss / d logits", g, z.span(), loss, 1e-2f, limit, rng);
   (void)loss();
   const nn::tensor& scaled = ce.backward(1024.0f);
@@ -188,7 +189,7 @@ TEST_CASE("whole models: parameter gradients through the sequential backward", "
     const auto pattern = kink_pattern(net);
     net.backward(ce.backward(), fp32);
     std::vector<std::vector<float>> grads;
-    for (nn::parameter* p : net.parameters()) grads.push_back(p->grad);
+    for (nn::parameter* p : net.parameters()) grads.emplace_back(p->grad.begin(), p->grad.end());
     std::size_t i = 0;
     for (std::size_t k = 1; k < net.size(); ++k)
       for (nn::parameter& p : net.layer(k).parameters()) {
