@@ -11,7 +11,8 @@ namespace examples {
 
 namespace ms = minifloat::storage;
 
-const std::string_view weight_help = R"(weights and update (docs/no-master-weights.md)
+const std::string_view weight_help = R"(
+weights and update (docs/no-master-weights.md)
   --weights fp32-master|low-only|low+k|low+K
                              fp32-master: fp32 weights, rounded to the compute copy each
                              forward (default); low-only: only the visible low-precision
@@ -28,7 +29,7 @@ const std::string_view weight_help = R"(weights and update (docs/no-master-weigh
                              each update to nearest even or stochastically (default truncate)
   --optimizer sgd|adamw      SGD with --momentum and L2 --weight-decay, or AdamW (decoupled
                              --weight-decay, default lr 1e-3) (default sgd)
-  --betas B1,B2              AdamW moment decays (default 0.9,0.999)
+  --betas B1,B2              AdamW moment decays, each in (0, 1) (default 0.9,0.999)
   --fused-update             update each layer inside the backward pass as soon as its
                              gradients are final, then free them
   --on-overflow rollback|partial
