@@ -71,7 +71,7 @@ docs/dynamic-containers.md): weights and layer outputs are stored in fp32 contai
 width, gradients stay fp32, loss scaling is off; +gecko also counts the Gecko-encoded exponents
   --dc-gamma-m G             QM+QE: regularizer strength of the mantissa bitlengths (default 0.1)
   --dc-gamma-e G             QM+QE: regularizer strength of the exponent bitlengths (default 0.1)
-  --dc-bit-lr LR             QM+QE: SGD step of the bitlengths (default 2)
+  --dc-bit-lr LR             QM+QE: SGD step of the bitlengths (default 0.5)
   --dc-lambda footprint|elements
                              QM+QE: lambda_t = the tensor's share of the footprint (default) or
                              of the elements

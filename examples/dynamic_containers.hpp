@@ -74,6 +74,7 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   const mt::container_ledger& epoch_ledger() const { return epoch_; }
   const mt::container_ledger& run_ledger() const { return run_; }
   std::span<const mt::quantum_tensor> tensors() const { return containers_.tensors(); }
+  std::span<mt::quantum_tensor> tensors() { return containers_.tensors(); }  ///< e.g. to preset bitlengths
 
   /// Over this epoch's steps: per class, the spread of mantissa, exponent and total bits.
   bitlength_spread spread(mt::tensor_class cls, int component) const;  // 0 mantissa, 1 exponent, 2 total

@@ -16,6 +16,7 @@
 //    with Gecko, both, and both with Gecko.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -36,9 +37,8 @@ enum class sign_rule : std::uint8_t { omit_when_nonnegative, always };
 /// True when a stored tensor needs its sign bit under `rule`.
 inline bool needs_sign_bit(std::span<const float> values, sign_rule rule) {
   if (rule == sign_rule::always) return true;
-  bool negative = false;
-  for (float v : values) negative |= v < 0.0f;  // false for −0 and NaN
-  return negative;
+  // Stops at the first negative value: most signed tensors are decided within a few elements.
+  return std::any_of(values.begin(), values.end(), [](float v) { return v < 0.0f; });  // false for −0, NaN
 }
 
 /// One tensor as stored in one step.

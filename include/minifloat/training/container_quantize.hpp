@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "../detail/lanes.hpp"
+
 namespace minifloat::training {
 
 inline constexpr int fp32_mantissa_bits = 23;
@@ -117,16 +119,19 @@ struct container_bounds {
   float vmin_value() const { return std::bit_cast<float>(vmin); }
 };
 
-/// Eq. 7 then eq. 5 on one value, as bits.
-constexpr std::uint32_t quantize_container_bits(std::uint32_t u, const container_bounds& b) {
+/// Eq. 7 then eq. 5 on one value, as bits; L is std::uint32_t or a SIMD register of them
+/// (detail/simd.hpp), so one definition serves the scalar path and the vector kernels.
+template <class L>
+constexpr L quantize_container_bits(L u, const container_bounds& b) {
   using namespace detail::containers;
-  const std::uint32_t a = u & abs_mask;
-  const std::uint32_t sign = u & sign_mask;
-  std::uint32_t r = a >= b.half_vmin ? b.vmin : 0u;  // below V_min: V_min or zero
-  r = a >= b.vmin ? a : r;                           // inside the range: kept
-  r = a >= b.vmax ? b.vmax : r;                      // above: saturated (Inf included)
+  using minifloat::detail::select;
+  const L a = u & abs_mask;
+  const L sign = u & sign_mask;
+  L r = select(a >= b.half_vmin, L{} + b.vmin, L{});  // below V_min: V_min or zero
+  r = select(a >= b.vmin, a, r);                      // inside the range: kept
+  r = select(a >= b.vmax, L{} + b.vmax, r);           // above: saturated (Inf included)
   r &= b.keep;
-  return a > inf_bits ? u : (sign | r);              // NaN passes unchanged
+  return select(a > inf_bits, u, sign | r);           // NaN passes unchanged
 }
 
 inline float quantize_container(float x, const container_bounds& b) {
@@ -144,10 +149,26 @@ inline void quantize_container(std::span<const float> in, std::span<float> out, 
     dst[i] = std::bit_cast<float>(quantize_container_bits(std::bit_cast<std::uint32_t>(src[i]), b));
 }
 
-/// Eq. 8's clip test: the value gradient is zero where |x| ≥ V_max (NaN is not clipped).
-constexpr bool clipped(std::uint32_t u, const container_bounds& b) {
-  const std::uint32_t a = u & detail::containers::abs_mask;
-  return a >= b.vmax && a <= detail::containers::inf_bits;
+/// Quantizes `values` in place and copies the unquantized values to `input` (same size) in the
+/// same pass: the forward of a learning step, which keeps its input for the backward.
+inline void quantize_keeping_input(std::span<float> values, std::span<float> input, const container_bounds& b) {
+  if (values.size() != input.size()) throw std::invalid_argument("quantize_keeping_input: spans differ in size");
+  float* v = values.data();
+  float* keep = input.data();
+  const std::size_t n = values.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto u = std::bit_cast<std::uint32_t>(v[i]);
+    keep[i] = v[i];
+    v[i] = std::bit_cast<float>(quantize_container_bits(u, b));
+  }
+}
+
+/// Eq. 8's clip test: the value gradient is zero where |x| ≥ V_max (NaN is not clipped). A bool
+/// for a scalar, a lane mask for a register.
+template <class L>
+constexpr auto clipped(L u, const container_bounds& b) {
+  const L a = u & detail::containers::abs_mask;
+  return (a >= b.vmax) & (a <= detail::containers::inf_bits);  // & not &&: no branch in the loops
 }
 
 // ---- Quantum Integer (§4.3): a fixed-point container in place of eq. 5 ----------------------------

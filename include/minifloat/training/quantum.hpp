@@ -23,12 +23,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../detail/simd.hpp"
 #include "../random.hpp"
 #include "container_quantize.hpp"
 
@@ -69,10 +71,11 @@ struct quantum_options {
   bool learn_exponent = true;   ///< off: n_e stays at 8 (QM alone); unused for fixed_point
   double gamma_mantissa = 0.1;  ///< γ_m of eq. 16 (for fixed_point: the integer bitlength's γ)
   double gamma_exponent = 0.1;  ///< γ_e of eq. 16
-  /// SGD step on the bitlengths. 2 moves the MLP's largest tensors (λ ≈ 0.35) by ~0.07 bit per
-  /// step from the regularizer alone, so they reach their balance within the first epoch, and
-  /// tensors with λ ≈ 0.06 in about three epochs (docs/dynamic-containers.md).
-  double learning_rate = 2.0;
+  /// SGD step on the bitlengths. At 0.5 the example MLP's weights (λ ≈ 0.2–0.35) lose about 4
+  /// mantissa bits in the first epoch (469 steps) and reach ~1 bit by the fourth; 2 was measured to
+  /// drive every tensor to 0 bits and the network to chance within three epochs
+  /// (docs/dynamic-containers.md).
+  double learning_rate = 0.5;
   lambda_rule weighting = lambda_rule::footprint_share;
   std::uint64_t seed = 0;
 
@@ -151,6 +154,11 @@ class quantum_tensor {
   /// Quantizes `values` in place with this step's draw; with `keep_input` the unquantized values
   /// are kept for backward().
   void forward(std::span<float> values, bool keep_input) {
+    if (kind_ == container_kind::floating_point && keep_input) {
+      input_.resize(values.size());
+      quantize_keeping_input(values, input_, bounds_);
+      return;
+    }
     if (keep_input) input_.assign(values.begin(), values.end());
     if (kind_ == container_kind::fixed_point) {
       scale_exponent_ = fixed_point_scale_exponent(values);
@@ -192,20 +200,61 @@ namespace detail::containers {
 /// The lower neighbour k0 of the finite difference: floor(n), one below the maximum at the top.
 inline int lower_neighbour(double n, int max) { return std::clamp(static_cast<int>(std::floor(n)), 0, max - 1); }
 
-/// Σ g·(Q_hi(x) − Q_lo(x)) over finite x. The differences are taken in double, where they are
-/// exact.
-inline double weighted_difference(std::span<const float> x, std::span<const float> g, const container_bounds& hi,
-                                  const container_bounds& lo) {
-  double sum = 0;
+/// One fused pass over a floating-point tensor's backward: Σ g·(Q_m_hi(x) − Q_m_lo(x)) and
+/// Σ g·(Q_e_hi(x) − Q_e_lo(x)) over finite x, and eq. 8 on g. Written on SIMD registers
+/// (detail/simd.hpp) because the compilers do not vectorise the scalar form: each lane keeps its
+/// own double partial sums (no reassociation of one sum), the differences are exact in double.
+/// A non-finite x is replaced by 0 for the differences, so it contributes nothing.
+inline bitlength_gradients fused_backward(std::span<const float> x, std::span<float> grad, const container_bounds& clip,
+                                          const container_bounds& m_hi, const container_bounds& m_lo,
+                                          const container_bounds& e_hi, const container_bounds& e_lo) {
+  namespace md = minifloat::detail;
+  using bits_v = md::simd_t<std::uint32_t>;
+  using float_v = md::simd_with_lanes_of<float, std::uint32_t>;
+  using double_v = md::simd_with_lanes_of<double, std::uint32_t>;
+  constexpr std::size_t lanes = md::simd_lanes<std::uint32_t>;
+  const auto difference = [](bits_v u, const container_bounds& hi, const container_bounds& lo) {
+    return __builtin_convertvector(std::bit_cast<float_v>(quantize_container_bits(u, hi)), double_v) -
+           __builtin_convertvector(std::bit_cast<float_v>(quantize_container_bits(u, lo)), double_v);
+  };
+  // The two mantissa neighbours share sign and exponent and differ in one bit: their float
+  // difference is exact (Sterbenz), and so is its product with g (a power of two times g).
+  const auto mantissa_term = [](bits_v u, float_v g, const container_bounds& hi, const container_bounds& lo) {
+    const float_v d = std::bit_cast<float_v>(quantize_container_bits(u, hi)) - std::bit_cast<float_v>(quantize_container_bits(u, lo));
+    return __builtin_convertvector(g * d, double_v);
+  };
+  double_v mantissa{}, exponent{};
   const std::size_t n = x.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto u = std::bit_cast<std::uint32_t>(x[i]);
-    const double d = static_cast<double>(std::bit_cast<float>(quantize_container_bits(u, hi))) -
-                     static_cast<double>(std::bit_cast<float>(quantize_container_bits(u, lo)));
-    const bool finite = (u & abs_mask) < inf_bits;
-    sum += finite ? static_cast<double>(g[i]) * d : 0.0;
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    bits_v u;
+    float_v g;
+    std::memcpy(&u, x.data() + i, sizeof u);
+    std::memcpy(&g, grad.data() + i, sizeof g);
+    const bits_v finite_u = md::select((u & abs_mask) < inf_bits, u, bits_v{});
+    const double_v gd = __builtin_convertvector(g, double_v);
+    mantissa += mantissa_term(finite_u, g, m_hi, m_lo);
+    exponent += gd * difference(finite_u, e_hi, e_lo);
+    g = md::select(clipped(u, clip), float_v{}, g);
+    std::memcpy(grad.data() + i, &g, sizeof g);
   }
-  return sum;
+  bitlength_gradients out;
+  for (std::size_t j = 0; j < lanes; ++j) {
+    out.mantissa += mantissa[j];
+    out.exponent += exponent[j];
+  }
+  for (; i < n; ++i) {
+    const auto u = std::bit_cast<std::uint32_t>(x[i]);
+    const std::uint32_t finite_u = (u & abs_mask) < inf_bits ? u : 0u;
+    const auto diff = [&](const container_bounds& hi, const container_bounds& lo) {
+      return static_cast<double>(std::bit_cast<float>(quantize_container_bits(finite_u, hi))) -
+             static_cast<double>(std::bit_cast<float>(quantize_container_bits(finite_u, lo)));
+    };
+    out.mantissa += static_cast<double>(grad[i]) * diff(m_hi, m_lo);
+    out.exponent += static_cast<double>(grad[i]) * diff(e_hi, e_lo);
+    grad[i] = clipped(u, clip) ? 0.0f : grad[i];
+  }
+  return out;
 }
 }  // namespace detail::containers
 
@@ -236,8 +285,8 @@ inline bitlength_gradients quantum_tensor::backward(std::span<float> grad, bool 
     const int m0 = detail::containers::lower_neighbour(mantissa_, fp32_mantissa_bits);
     const int e0 = detail::containers::lower_neighbour(exponent_, fp32_exponent_bits);
     const auto at = [](int km, int ke) { return container_bounds::of({km, exponent_range::from_bits(ke)}); };
-    out.mantissa = detail::containers::weighted_difference(x, grad, at(m0 + 1, k_exponent_), at(m0, k_exponent_));
-    out.exponent = detail::containers::weighted_difference(x, grad, at(k_mantissa_, e0 + 1), at(k_mantissa_, e0));
+    return detail::containers::fused_backward(x, grad, bounds_, at(m0 + 1, k_exponent_), at(m0, k_exponent_),
+                                              at(k_mantissa_, e0 + 1), at(k_mantissa_, e0));
   }
   float* g = grad.data();
   const std::size_t n = x.size();
