@@ -75,6 +75,10 @@ width, gradients stay fp32, loss scaling is off; +gecko also counts the Gecko-en
   --dc-lambda footprint|elements
                              QM+QE: lambda_t = the tensor's share of the footprint (default) or
                              of the elements
+  --dc-exponent-gradient exact|linearised
+                             QM+QE: the exponent bitlength's gradient as the exact finite
+                             difference of the two neighbouring ranges (default) or eqs. 9-10
+                             linearised
   --dc-learn-epochs N        QM+QE: bitlengths learn in the first N epochs (default 5), then are
                              rounded up and frozen
   --dc-relearn-epochs M      QM+QE: and for M epochs after a learning-rate change (default 5)
@@ -102,6 +106,10 @@ bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_o
     if (value == "footprint") o.quantum.weighting = mt::lambda_rule::footprint_share;
     else if (value == "elements") o.quantum.weighting = mt::lambda_rule::element_share;
     else throw std::invalid_argument("--dc-lambda expects footprint or elements");
+  } else if (flag == "--dc-exponent-gradient") {
+    if (value == "exact") o.quantum.exponent_rule = mt::exponent_gradient::finite_difference;
+    else if (value == "linearised") o.quantum.exponent_rule = mt::exponent_gradient::linearised;
+    else throw std::invalid_argument("--dc-exponent-gradient expects exact or linearised");
   } else if (flag == "--dc-learn-epochs") o.learn_epochs = at_least(flag, value, 0);
   else if (flag == "--dc-relearn-epochs") o.relearn_epochs = at_least(flag, value, 0);
   else if (flag == "--dc-relearn-lr-factor") o.relearn_lr_factor = non_negative(flag, value);
@@ -220,6 +228,7 @@ std::string dynamic_container_hooks::describe() const {
   if (options_.method == dynamic_method::quantum)
     out += ": gamma_m " + fixed(q.gamma_mantissa, 3) + ", gamma_e " + fixed(q.gamma_exponent, 3) + ", bitlength lr " +
            fixed(q.learning_rate, 3) + ", lambda " + (q.weighting == mt::lambda_rule::footprint_share ? "footprint" : "elements") +
+           ", exponent gradient " + (q.exponent_rule == mt::exponent_gradient::linearised ? "linearised" : "exact") +
            ", learn " + std::to_string(options_.learn_epochs) + " epochs, relearn " + std::to_string(options_.relearn_epochs) +
            " epochs at lr <= " + fixed(options_.relearn_lr_factor, 3) + "x";
   else

@@ -36,9 +36,9 @@ parts=${*:-mlp cnn summary}
 . "$here/find_train.sh"
 train=$(find_train "$build" "$here") || exit 1
 
+# shellcheck source=examples/job_queue.sh
+. "$here/job_queue.sh"
 seeds="1 2 3"
-running=0
-failed=0
 
 # run DIR NAME SEED EPOCHS FLAGS...: one training run in the background, at most $jobs at a time.
 run() {
@@ -47,26 +47,12 @@ run() {
   mkdir -p "$out/$dir"
   local base=$out/$dir/$name-s$seed
   if [ -f "$base.csv" ] && [ "$(($(wc -l < "$base.csv") - 1))" -ge "$epochs" ]; then return 0; fi
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n || failed=1
-    running=$((running - 1))
-  fi
+  queue_slot
   local extra=()
   case $name in fp32*) ;; *) extra=(--dc-tensor-csv "$base.tensors.csv") ;; esac
   echo "  $dir/$name seed $seed: train $* --epochs $epochs --seed $seed"
   nice "$train" --quiet --epochs "$epochs" --seed "$seed" "$@" "${extra[@]}" --csv "$base.csv" > "$base.log" 2>&1 &
-  running=$((running + 1))
-}
-
-finish() {
-  while [ "$running" -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
-  done
-  if [ "$failed" -ne 0 ]; then
-    echo "$0: a training run failed; see the .log files under $out" >&2
-    exit 1
-  fi
+  queue_started
 }
 
 start=$(date +%s)
@@ -84,7 +70,7 @@ for part in $parts; do
         run mlp qm-qe+gecko-gamma0.01 "$seed" 8 --model mlp --assignment qm-qe+gecko --dc-gamma-m 0.01 --dc-gamma-e 0.01
       done ;;
     summary)
-      finish
+      queue_finish
       : > "$out/dynamic.md"
       for d in mlp cnn; do
         [ -d "$out/$d" ] || continue
@@ -97,7 +83,7 @@ for part in $parts; do
     *) echo "$0: unknown part '$part'" >&2; exit 2 ;;
   esac
   if [ "$part" != summary ]; then
-    finish
+    queue_finish
     echo "   $part: $(( $(date +%s) - part_start )) s"
   fi
 done

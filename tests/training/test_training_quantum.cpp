@@ -177,17 +177,32 @@ double expected_loss(mt::quantum_tensor& t, const std::vector<float>& x, double 
   return e;
 }
 
-}  // namespace
+/// dL/dx̂ of the linear loss below: sin(f·i) or cos(f·i), both signs, many magnitudes.
+std::vector<float> coefficients(std::size_t n, double f, bool cosine) {
+  std::vector<float> c(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = f * static_cast<double>(i);
+    c[i] = static_cast<float>(cosine ? std::cos(a) : std::sin(a));
+  }
+  return c;
+}
 
-TEST_CASE("bitlength gradients equal the derivative of the exact expected loss (linear loss)", "[quantum]") {
-  const std::vector<float> x = sample_values(512, 5);
-  std::vector<float> c(x.size());
-  for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
-  const auto linear = [&](const std::vector<float>& v) {
+/// L(x̂) = Σ c_i x̂_i: its expected value over the draw is linear in n between two integers, so
+/// a central difference of the expectation is its exact derivative.
+auto linear_loss(const std::vector<float>& c) {
+  return [&c](const std::vector<float>& v) {
     double s = 0;
     for (std::size_t i = 0; i < v.size(); ++i) s += static_cast<double>(c[i]) * v[i];
     return s;
   };
+}
+
+}  // namespace
+
+TEST_CASE("bitlength gradients equal the derivative of the exact expected loss (linear loss)", "[quantum]") {
+  const std::vector<float> x = sample_values(512, 5);
+  const std::vector<float> c = coefficients(x.size(), 0.37, false);
+  const auto linear = linear_loss(c);
   mt::quantum_tensor t("y", mt::tensor_class::activation, x.size(), mt::container_kind::floating_point);
 
   SECTION("mantissa, exponent fixed at 4 bits") {
@@ -274,6 +289,27 @@ TEST_CASE("bitlength gradient for a smooth loss: the expected estimate is within
   }
 }
 
+TEST_CASE("linearised exponent gradient (eqs. 9-10) on the worked example", "[quantum]") {
+  // docs/dynamic-containers.md §2: n_e = 3.6 so k0 = 3, range [-4, 3]; k_m = 2: V_max = 14,
+  // V_min = 1/16; dV_max/dn = 14·ln²2·4, dV_min/dn = −(1/16)·ln²2·4.
+  mt::quantum_tensor t("y", mt::tensor_class::activation, 4, mt::container_kind::floating_point);
+  t.set_lengths(2.3, 3.6);
+  (void)step_drawing(t, 2, 3);
+  std::vector<float> x{13.9f, -20.0f, 0.04f, 0.01f};
+  t.forward(x, true);
+  std::vector<float> g{0.1f, 0.2f, -0.3f, 0.4f};
+  const double c = std::log(2.0) * std::log(2.0) * 4;
+  // −20: −1·dV_max; 0.04 in [V_min/2, V_min): +1·dV_min; 0.01 in (0, V_min/2): −1·dV_min.
+  const double expected = 0.2 * (-1) * 14 * c + (-0.3) * (-0.0625 * c) + 0.4 * (-1) * (-0.0625 * c);
+  std::vector<float> g_exact = g;
+  const mt::bitlength_gradients lin = t.backward(g, true, mt::exponent_gradient::linearised);
+  CHECK(lin.exponent == Approx(expected).epsilon(1e-6));
+  CHECK(g == std::vector<float>{0.1f, 0.0f, -0.3f, 0.4f});  // eq. 8 as before
+  const mt::bitlength_gradients exact = t.backward(g_exact, true);
+  CHECK(lin.mantissa == exact.mantissa);  // the mantissa gradient does not change
+  CHECK(exact.exponent == Approx(-1.1890625).epsilon(1e-6));
+}
+
 TEST_CASE("Quantum Integer: power-of-two scale, truncation, saturation and its bitlength gradient", "[quantum]") {
   CHECK(mt::fixed_point_scale_exponent(std::vector<float>{0.75f, -0.2f}) == 0);
   CHECK(mt::fixed_point_scale_exponent(std::vector<float>{1.0f}) == 1);
@@ -287,13 +323,8 @@ TEST_CASE("Quantum Integer: power-of-two scale, truncation, saturation and its b
   CHECK(std::isnan(mt::quantize_fixed_point(std::numeric_limits<float>::quiet_NaN(), 2, 0)));
 
   const std::vector<float> x = sample_values(300, 13);
-  std::vector<float> c(x.size());
-  for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
-  const auto linear = [&](const std::vector<float>& v) {
-    double s = 0;
-    for (std::size_t i = 0; i < v.size(); ++i) s += static_cast<double>(c[i]) * v[i];
-    return s;
-  };
+  const std::vector<float> c = coefficients(x.size(), 0.11, true);
+  const auto linear = linear_loss(c);
   mt::quantum_tensor t("qi", mt::tensor_class::activation, x.size(), mt::container_kind::fixed_point);
   CHECK(t.mantissa_length() == 24);
   CHECK(t.exponent_length() == 0);

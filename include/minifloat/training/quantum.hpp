@@ -49,6 +49,12 @@ enum class lambda_rule : std::uint8_t {
   element_share,    ///< λ_t = numel_t / Σ numel
 };
 
+/// How the exponent bitlength's gradient is formed.
+enum class exponent_gradient : std::uint8_t {
+  finite_difference,  ///< Σ g·(Q_{k0+1}(x) − Q_{k0}(x)): exact, the default
+  linearised,         ///< eqs. 9–10 through dV_max/dn and dV_min/dn at k0 (the paper's printed derivatives)
+};
+
 inline constexpr int fixed_point_max_bits = 24;
 
 /// k = floor(n) + Bernoulli(frac(n)), drawn from the counter RNG at `index` of stream `rng`.
@@ -77,6 +83,7 @@ struct quantum_options {
   /// (docs/dynamic-containers.md).
   double learning_rate = 0.5;
   lambda_rule weighting = lambda_rule::footprint_share;
+  exponent_gradient exponent_rule = exponent_gradient::finite_difference;
   std::uint64_t seed = 0;
 
   void validate() const {
@@ -170,7 +177,8 @@ class quantum_tensor {
 
   /// Backward for the gradient dL/dx̂ of the last forward (same size): applies eq. 8 in place
   /// (zero where clipped) and, with `lengths`, returns the bitlength gradients.
-  bitlength_gradients backward(std::span<float> grad, bool lengths) const;
+  bitlength_gradients backward(std::span<float> grad, bool lengths,
+                               exponent_gradient rule = exponent_gradient::finite_difference) const;
 
  private:
   void set_draw(int km, int ke) {
@@ -203,8 +211,8 @@ inline int lower_neighbour(double n, int max) { return std::clamp(static_cast<in
 /// One fused pass over a floating-point tensor's backward: Σ g·(Q_m_hi(x) − Q_m_lo(x)) and
 /// Σ g·(Q_e_hi(x) − Q_e_lo(x)) over finite x, and eq. 8 on g. Written on SIMD registers
 /// (detail/simd.hpp) because the compilers do not vectorise the scalar form: each lane keeps its
-/// own double partial sums (no reassociation of one sum), the differences are exact in double.
-/// A non-finite x is replaced by 0 for the differences, so it contributes nothing.
+/// own double partial sums (no reassociation of one sum) and every difference is exact. A
+/// non-finite x is replaced by 0 for the differences, so it contributes nothing.
 inline bitlength_gradients fused_backward(std::span<const float> x, std::span<float> grad, const container_bounds& clip,
                                           const container_bounds& m_hi, const container_bounds& m_lo,
                                           const container_bounds& e_hi, const container_bounds& e_lo) {
@@ -213,16 +221,6 @@ inline bitlength_gradients fused_backward(std::span<const float> x, std::span<fl
   using float_v = md::simd_with_lanes_of<float, std::uint32_t>;
   using double_v = md::simd_with_lanes_of<double, std::uint32_t>;
   constexpr std::size_t lanes = md::simd_lanes<std::uint32_t>;
-  const auto difference = [](bits_v u, const container_bounds& hi, const container_bounds& lo) {
-    return __builtin_convertvector(std::bit_cast<float_v>(quantize_container_bits(u, hi)), double_v) -
-           __builtin_convertvector(std::bit_cast<float_v>(quantize_container_bits(u, lo)), double_v);
-  };
-  // The two mantissa neighbours share sign and exponent and differ in one bit: their float
-  // difference is exact (Sterbenz), and so is its product with g (a power of two times g).
-  const auto mantissa_term = [](bits_v u, float_v g, const container_bounds& hi, const container_bounds& lo) {
-    const float_v d = std::bit_cast<float_v>(quantize_container_bits(u, hi)) - std::bit_cast<float_v>(quantize_container_bits(u, lo));
-    return __builtin_convertvector(g * d, double_v);
-  };
   double_v mantissa{}, exponent{};
   const std::size_t n = x.size();
   std::size_t i = 0;
@@ -232,9 +230,18 @@ inline bitlength_gradients fused_backward(std::span<const float> x, std::span<fl
     std::memcpy(&u, x.data() + i, sizeof u);
     std::memcpy(&g, grad.data() + i, sizeof g);
     const bits_v finite_u = md::select((u & abs_mask) < inf_bits, u, bits_v{});
-    const double_v gd = __builtin_convertvector(g, double_v);
-    mantissa += mantissa_term(finite_u, g, m_hi, m_lo);
-    exponent += gd * difference(finite_u, e_hi, e_lo);
+    // The two mantissa neighbours share sign and exponent and differ in one bit: their float
+    // difference is exact (Sterbenz), and so is its product with g (a power of two times g). The
+    // exponent neighbours may differ by more, so their difference is taken in double. (Written
+    // out rather than in helper lambdas: a returned wide vector would change the ABI on targets
+    // without AVX.)
+    const float_v m_hi_q = std::bit_cast<float_v>(quantize_container_bits(finite_u, m_hi));
+    const float_v m_lo_q = std::bit_cast<float_v>(quantize_container_bits(finite_u, m_lo));
+    mantissa += __builtin_convertvector(g * (m_hi_q - m_lo_q), double_v);
+    const float_v e_hi_q = std::bit_cast<float_v>(quantize_container_bits(finite_u, e_hi));
+    const float_v e_lo_q = std::bit_cast<float_v>(quantize_container_bits(finite_u, e_lo));
+    exponent += __builtin_convertvector(g, double_v) *
+                (__builtin_convertvector(e_hi_q, double_v) - __builtin_convertvector(e_lo_q, double_v));
     g = md::select(clipped(u, clip), float_v{}, g);
     std::memcpy(grad.data() + i, &g, sizeof g);
   }
@@ -258,7 +265,30 @@ inline bitlength_gradients fused_backward(std::span<const float> x, std::span<fl
 }
 }  // namespace detail::containers
 
-inline bitlength_gradients quantum_tensor::backward(std::span<float> grad, bool lengths) const {
+/// Eqs. 9–10 linearised at the range of k_e = k0 (with the drawn k_m's V_max):
+/// Σ g·(∂R/∂V_max·dV_max/dn + ∂R/∂V_min·dV_min/dn), where by eqs. 11–14
+/// dV_max/dn = V_max·ln²2·2^(k0−1) and dV_min/dn = −V_min·ln²2·2^(k0−1). ∂R/∂V_max = sign(x) where
+/// |x| ≥ V_max; ∂R/∂V_min = sign(x) on [V_min/2, V_min) and −sign(x) on (0, V_min/2), as eq. 10 is
+/// printed (it gives flushed values a gradient, which the exact difference does not).
+inline double linearised_exponent_gradient(std::span<const float> x, std::span<const float> g, int mantissa_bits, int k0) {
+  const container_bounds b = container_bounds::of({mantissa_bits, exponent_range::from_bits(k0)});
+  const double vmax = b.vmax_value(), vmin = b.vmin_value();
+  const double ln2_sq = std::log(2.0) * std::log(2.0), scale = std::ldexp(1.0, k0 - 1);
+  const double dvmax = vmax * ln2_sq * scale, dvmin = -vmin * ln2_sq * scale;
+  double sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double a = std::fabs(static_cast<double>(x[i]));
+    if (!std::isfinite(a) || a == 0) continue;
+    const double sign = std::signbit(x[i]) ? -1.0 : 1.0;
+    double d = 0;
+    if (a >= vmax) d = sign * dvmax;
+    else if (a < vmin) d = (a >= vmin / 2 ? sign : -sign) * dvmin;
+    sum += static_cast<double>(g[i]) * d;
+  }
+  return sum;
+}
+
+inline bitlength_gradients quantum_tensor::backward(std::span<float> grad, bool lengths, exponent_gradient rule) const {
   if (grad.size() != input_.size())
     throw std::invalid_argument("quantum_tensor::backward: " + name_ + ": gradient size " + std::to_string(grad.size()) +
                                 " differs from the forward's " + std::to_string(input_.size()));
@@ -285,8 +315,13 @@ inline bitlength_gradients quantum_tensor::backward(std::span<float> grad, bool 
     const int m0 = detail::containers::lower_neighbour(mantissa_, fp32_mantissa_bits);
     const int e0 = detail::containers::lower_neighbour(exponent_, fp32_exponent_bits);
     const auto at = [](int km, int ke) { return container_bounds::of({km, exponent_range::from_bits(ke)}); };
-    return detail::containers::fused_backward(x, grad, bounds_, at(m0 + 1, k_exponent_), at(m0, k_exponent_),
-                                              at(k_mantissa_, e0 + 1), at(k_mantissa_, e0));
+    const double linearised = rule == exponent_gradient::linearised
+                                  ? linearised_exponent_gradient(x, grad, k_mantissa_, e0)  // before eq. 8 zeroes g
+                                  : 0.0;
+    out = detail::containers::fused_backward(x, grad, bounds_, at(m0 + 1, k_exponent_), at(m0, k_exponent_),
+                                             at(k_mantissa_, e0 + 1), at(k_mantissa_, e0));
+    if (rule == exponent_gradient::linearised) out.exponent = linearised;
+    return out;
   }
   float* g = grad.data();
   const std::size_t n = x.size();
@@ -367,7 +402,7 @@ class quantum_containers {
 
   void forward(std::size_t t, std::span<float> values, bool training) { tensors_.at(t).forward(values, training); }
   void backward(std::size_t t, std::span<float> grad) {
-    const bitlength_gradients g = tensors_.at(t).backward(grad, learning_);
+    const bitlength_gradients g = tensors_.at(t).backward(grad, learning_, options_.exponent_rule);
     gradients_[t].mantissa += g.mantissa;
     gradients_[t].exponent += g.exponent;
   }
