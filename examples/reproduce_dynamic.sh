@@ -8,6 +8,8 @@
 #   mlp      MLP 784-512-512-10, 8 epochs, seeds 1–3: fp32, qm-qe+gecko, bitwave+gecko  → OUT/mlp/
 #   cnn      CNN width 0.25 (8/16 channels), 6 epochs, seeds 1–3: the same three        → OUT/cnn/
 #   gamma    MLP, 8 epochs, seeds 1–3: qm-qe+gecko with gamma_m = gamma_e = 0.01         → OUT/mlp/
+#   linearised  MLP, 8 epochs, seeds 1–3: qm-qe+gecko with the linearised exponent gradient
+#            (eqs. 9–10)                                                                → OUT/mlp/
 #   summary  the Table-1-style tables, per-tensor bitlengths and the plots
 # Every run writes CONFIG-sSEED.csv (per epoch, with the containers' columns), CONFIG-sSEED.log
 # and, for the dynamic runs, CONFIG-sSEED.tensors.csv (per tensor per epoch). A run whose CSV
@@ -25,8 +27,8 @@ while getopts "b:o:j:h" opt; do
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     j) jobs=$OPTARG ;;
-    h) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [mlp|cnn|gamma|summary ...]" >&2; exit 2 ;;
+    h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [mlp|cnn|gamma|linearised|summary ...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -68,6 +70,10 @@ for part in $parts; do
     gamma)
       for seed in $seeds; do
         run mlp qm-qe+gecko-gamma0.01 "$seed" 8 --model mlp --assignment qm-qe+gecko --dc-gamma-m 0.01 --dc-gamma-e 0.01
+      done ;;
+    linearised)
+      for seed in $seeds; do
+        run mlp qm-qe+gecko-linearised "$seed" 8 --model mlp --assignment qm-qe+gecko --dc-exponent-gradient linearised
       done ;;
     summary)
       queue_finish

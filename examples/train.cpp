@@ -187,7 +187,7 @@ T parse_choice(std::string_view flag, std::string_view text, std::initializer_li
 
 std::optional<config> parse_args(int argc, char** argv) {
   config c;
-  bool ratio_given = false, order_given = false, theta_given = false;
+  bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") return std::nullopt;
@@ -254,6 +254,7 @@ std::optional<config> parse_args(int argc, char** argv) {
     else if (flag == "--csv") c.csv = value;
     else if (flag == "--step-csv") c.step_csv = value;
     else if (flag.starts_with("--dc-")) {
+      dynamic_flag_given = true;
       try {
         if (!examples::parse_dynamic_flag(flag, value, c.dynamic)) throw usage_error("unknown flag '" + std::string(flag) + "'");
       } catch (const std::invalid_argument& e) {
@@ -262,6 +263,8 @@ std::optional<config> parse_args(int argc, char** argv) {
     }
     else throw usage_error("unknown flag '" + std::string(flag) + "'");
   }
+  if (dynamic_flag_given && !is_dynamic(c.assignment))
+    throw usage_error("--dc-* flags apply to --assignment qm-qe, qm-qe+gecko, bitwave and bitwave+gecko only");
   if (is_dynamic(c.assignment)) {
     if (c.loss_scaling.value_or(false)) throw usage_error("dynamic containers train with loss scaling off");
     c.loss_scaling = false;
