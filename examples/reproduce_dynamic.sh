@@ -7,9 +7,11 @@
 # PARTs (default: mlp cnn summary):
 #   mlp      MLP 784-512-512-10, 8 epochs, seeds 1–3: fp32, qm-qe+gecko, bitwave+gecko  → OUT/mlp/
 #   cnn      CNN width 0.25 (8/16 channels), 6 epochs, seeds 1–3: the same three        → OUT/cnn/
-#   gamma    MLP, 8 epochs, seeds 1–3: qm-qe+gecko with gamma_m = gamma_e = 0.01         → OUT/mlp/
+#   gamma    MLP, 8 epochs, seeds 1–3: qm-qe+gecko with gamma_m = gamma_e = 0.01 and 0.03 → OUT/mlp/
 #   linearised  MLP, 8 epochs, seeds 1–3: qm-qe+gecko with the linearised exponent gradient
 #            (eqs. 9–10)                                                                → OUT/mlp/
+#   improved MLP, 8 epochs, seeds 1–3: bitwave+gecko counting our improved Gecko variant
+#            (training identical to bitwave+gecko; only the +G sizes differ)            → OUT/mlp/
 #   summary  the Table-1-style tables, per-tensor bitlengths and the plots
 # Every run writes CONFIG-sSEED.csv (per epoch, with the containers' columns), CONFIG-sSEED.log
 # and, for the dynamic runs, CONFIG-sSEED.tensors.csv (per tensor per epoch). A run whose CSV
@@ -27,8 +29,8 @@ while getopts "b:o:j:h" opt; do
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     j) jobs=$OPTARG ;;
-    h) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [mlp|cnn|gamma|linearised|summary ...]" >&2; exit 2 ;;
+    h) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [mlp|cnn|gamma|linearised|improved|summary ...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -69,7 +71,14 @@ for part in $parts; do
       done ;;
     gamma)
       for seed in $seeds; do
-        run mlp qm-qe+gecko-gamma0.01 "$seed" 8 --model mlp --assignment qm-qe+gecko --dc-gamma-m 0.01 --dc-gamma-e 0.01
+        for gamma in 0.01 0.03; do
+          run mlp "qm-qe+gecko-gamma$gamma" "$seed" 8 --model mlp --assignment qm-qe+gecko --dc-gamma-m "$gamma" \
+            --dc-gamma-e "$gamma"
+        done
+      done ;;
+    improved)
+      for seed in $seeds; do
+        run mlp bitwave+gecko-improved "$seed" 8 --model mlp --assignment bitwave+gecko --dc-gecko improved
       done ;;
     linearised)
       for seed in $seeds; do
