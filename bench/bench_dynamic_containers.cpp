@@ -89,7 +89,7 @@ void bm_step(benchmark::State& state) {
   state.SetLabel(std::string(model == 0 ? "mlp" : "cnn-w0.25") + "/" + variant_name(variant));
   if (dynamic) {
     // What the containers stored in the last step: checks that the learned variants did learn.
-    const auto w = dynamic->spread(mt::tensor_class::weight, 0);
+    const auto w = dynamic->spread(mt::tensor_class::weight, examples::bit_component::mantissa);
     state.counters["weight_mantissa_bits"] = w.mean;
   }
 }

@@ -200,16 +200,16 @@ void dynamic_container_hooks::round(const nn::tensor_site& site, std::span<float
   }
 }
 
-bitlength_spread dynamic_container_hooks::spread(mt::tensor_class cls, int component) const {
+bitlength_spread dynamic_container_hooks::spread(mt::tensor_class cls, bit_component component) const {
   bitlength_spread s{0, 1e9, -1e9};
   double weighted = 0, elements = 0;
   for (std::size_t t = 0; t < epoch_.size(); ++t) {
     const mt::footprint_totals& f = epoch_.tensor(t);
     if (epoch_.cls(t) != cls || f.elements == 0) continue;
     const double n = static_cast<double>(f.elements);
-    const double bits = component == 0   ? static_cast<double>(f.mantissa_bits)
-                        : component == 1 ? static_cast<double>(f.exponent_bits)
-                                         : static_cast<double>(f.bits(mt::footprint_variant::both));
+    const double bits = component == bit_component::mantissa   ? static_cast<double>(f.mantissa_bits)
+                        : component == bit_component::exponent ? static_cast<double>(f.exponent_bits)
+                                                               : static_cast<double>(f.bits(mt::footprint_variant::both));
     s.min = std::min(s.min, bits / n);
     s.max = std::max(s.max, bits / n);
     weighted += bits;
@@ -244,10 +244,10 @@ std::string dynamic_container_hooks::epoch_line() const {
   std::string out = "  containers";
   for (const auto cls : {mt::tensor_class::weight, mt::tensor_class::activation}) {
     out += cls == mt::tensor_class::weight ? "  W" : "  A";
-    for (int c = 0; c < 3; ++c) {
+    for (const auto& [c, label] : {std::pair{bit_component::mantissa, " m "}, std::pair{bit_component::exponent, " e "},
+                                  std::pair{bit_component::total, " total "}}) {
       const bitlength_spread s = spread(cls, c);
-      out += std::string(c == 0 ? " m " : c == 1 ? " e " : " total ") + fixed(s.mean, 1) + " [" + fixed(s.min, 1) + "-" +
-             fixed(s.max, 1) + "]";
+      out += label + fixed(s.mean, 1) + " [" + fixed(s.min, 1) + "-" + fixed(s.max, 1) + "]";
     }
   }
   const mt::footprint_totals all = run_.totals();
@@ -279,7 +279,7 @@ std::string dynamic_container_hooks::csv_columns() const {
   };
   std::string row = learning() ? ",1" : ",0";
   for (const auto cls : {mt::tensor_class::weight, mt::tensor_class::activation})
-    for (int c = 0; c < 3; ++c) {
+    for (const bit_component c : {bit_component::mantissa, bit_component::exponent, bit_component::total}) {
       const bitlength_spread s = spread(cls, c);
       row += num(s.mean) + num(s.min) + num(s.max);
     }

@@ -52,6 +52,9 @@ struct dynamic_options {
 bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o);
 extern const std::string_view dynamic_help;
 
+/// Which bits a spread is about: the mantissa, the exponent, or sign + exponent + mantissa.
+enum class bit_component : std::uint8_t { mantissa, exponent, total };
+
 /// Mean (element-weighted) and spread over tensors of per-tensor epoch-mean bitlengths.
 struct bitlength_spread {
   double mean = 0, min = 0, max = 0;
@@ -77,7 +80,7 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   std::span<mt::quantum_tensor> tensors() { return containers_.tensors(); }  ///< e.g. to preset bitlengths
 
   /// Over this epoch's steps: per class, the spread of mantissa, exponent and total bits.
-  bitlength_spread spread(mt::tensor_class cls, int component) const;  // 0 mantissa, 1 exponent, 2 total
+  bitlength_spread spread(mt::tensor_class cls, bit_component component) const;
   std::string describe() const;          ///< the setup, for the log
   std::string epoch_line() const;        ///< one indented line after the trainer's epoch line
   static std::string csv_header();       ///< columns appended to the trainer's --csv

@@ -12,7 +12,8 @@
 //    (seed, tensor id, component, step), so a run depends only on its seeds.
 //  - dL/dn = Σ_i dL/dx̂_i · (Q_{k0+1}(x_i) − Q_{k0}(x_i)) with k0 = min(floor(n), max − 1) (at the
 //    maximum the last step down is the difference); the other component stays at its drawn k.
-//    Non-finite inputs contribute nothing; a non-finite sum is dropped for that step.
+//    Non-finite inputs contribute nothing; a non-finite sum is dropped for that step. Optionally
+//    the exponent's gradient is eqs. 9–10 linearised instead (exponent_gradient::linearised).
 //  - Regularizer (eq. 16): γ·λ_t is added to each of tensor t's bitlength gradients, λ_t = the
 //    tensor's share of the footprint Σ numel·(1 + n_m + n_e) of all learned tensors at the
 //    current real bitlengths (or, optionally, its share of the elements).
