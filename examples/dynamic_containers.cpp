@@ -139,6 +139,8 @@ dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d,
       bitwave_(o.bitwave),
       epoch_(classes_of(containers_)),
       run_(classes_of(containers_)) {
+  // BitWave imposes its container and learns from the loss alone: no bitlength gradients.
+  if (options_.method == dynamic_method::bitwave) containers_.set_learning(false);
   if (!options_.tensor_csv.empty()) {
     tensor_csv_ = std::make_unique<std::ofstream>(options_.tensor_csv);
     if (!*tensor_csv_) throw std::runtime_error("cannot write '" + options_.tensor_csv + "'");
