@@ -79,8 +79,8 @@ struct quantum_options {
   double gamma_mantissa = 0.1;  ///< γ_m of eq. 16 (for fixed_point: the integer bitlength's γ)
   double gamma_exponent = 0.1;  ///< γ_e of eq. 16
   /// SGD step on the bitlengths. At 0.5 the example MLP's weights (λ ≈ 0.2–0.35) lose about 4
-  /// mantissa bits in the first epoch (469 steps) and reach ~1 bit by the fourth; 2 was measured to
-  /// drive every tensor to 0 bits and the network to chance within three epochs
+  /// mantissa bits in the first epoch (469 steps) and reach ~1 bit by the fourth; at 2 the large
+  /// tensors fell to 0–2 bits in all and the network to chance accuracy in the third epoch
   /// (docs/dynamic-containers.md).
   double learning_rate = 0.5;
   lambda_rule weighting = lambda_rule::footprint_share;
