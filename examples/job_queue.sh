@@ -3,6 +3,8 @@
 #   queue_slot      before starting a job: waits until fewer than $jobs are running
 #   queue_started   after starting it with `&`
 #   queue_finish    waits for every job; exits 1 (naming $out, where the logs are) if any failed
+#   run_finished CSV EPOCHS   true when a run's per-epoch CSV already holds all its epochs (an
+#                   interrupted reproduction resumes where it stopped)
 running=0
 failed=0
 
@@ -26,4 +28,8 @@ queue_finish() {
     echo "$0: a training run failed; see the .log files under $out" >&2
     exit 1
   fi
+}
+
+run_finished() {
+  [ -f "$1" ] && [ "$(($(wc -l < "$1") - 1))" -ge "$2" ]
 }

@@ -55,7 +55,7 @@ run() {
   shift 4
   mkdir -p "$out/$dir"
   local csv=$out/$dir/$name-s$seed.csv
-  if [ -f "$csv" ] && [ "$(($(wc -l < "$csv") - 1))" -ge "$epochs" ]; then return 0; fi
+  if run_finished "$csv" "$epochs"; then return 0; fi
   queue_slot
   echo "  $dir/$name seed $seed: train $* --epochs $epochs --seed $seed"
   nice "$train" --quiet --rounding nearest-away --epochs "$epochs" --seed "$seed" "$@" --csv "$csv" \

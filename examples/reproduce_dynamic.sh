@@ -50,7 +50,7 @@ run() {
   shift 4
   mkdir -p "$out/$dir"
   local base=$out/$dir/$name-s$seed
-  if [ -f "$base.csv" ] && [ "$(($(wc -l < "$base.csv") - 1))" -ge "$epochs" ]; then return 0; fi
+  if run_finished "$base.csv" "$epochs"; then return 0; fi
   queue_slot
   local extra=()
   case $name in fp32*) ;; *) extra=(--dc-tensor-csv "$base.tensors.csv") ;; esac
