@@ -14,7 +14,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include <minifloat/training/training.hpp>
@@ -23,6 +22,7 @@
 #include "nn/models.hpp"
 #include "nn/sgd.hpp"
 #include "site_wiring.hpp"
+#include "synthetic_batch.hpp"
 
 namespace {
 
@@ -63,12 +63,9 @@ void bm_step(benchmark::State& state) {
   const auto params = net.parameters();
   nn::softmax_cross_entropy loss;
 
-  nn::tensor x(nn::shape4{batch, 1, 28, 28});
-  std::vector<std::int32_t> y(batch);
-  std::mt19937 gen(7);
-  std::uniform_int_distribution<int> pixel(0, 255), label(0, 9);
-  for (float& v : x.values) v = (static_cast<float>(pixel(gen)) / 255.0f - 0.2860f) / 0.3530f;
-  for (auto& l : y) l = label(gen);
+  const bench_support::synthetic_batch input(batch);
+  const nn::tensor& x = input.images;
+  const std::vector<std::int32_t>& y = input.labels;
 
   std::uint64_t step = 0;
   double loss_sum = 0;

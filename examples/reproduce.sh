@@ -45,9 +45,9 @@ parts=${*:-tradeoff order promotion cnn scaling summary}
 . "$here/find_train.sh"
 train=$(find_train "$build" "$here") || exit 1
 
+# shellcheck source=examples/job_queue.sh
+. "$here/job_queue.sh"
 seeds="1 2 3"
-running=0
-failed=0
 
 # run DIR NAME SEED EPOCHS FLAGS...: one training run in the background, at most $jobs at a time.
 run() {
@@ -55,26 +55,12 @@ run() {
   shift 4
   mkdir -p "$out/$dir"
   local csv=$out/$dir/$name-s$seed.csv
-  if [ -f "$csv" ] && [ "$(($(wc -l < "$csv") - 1))" -ge "$epochs" ]; then return 0; fi
-  if [ "$running" -ge "$jobs" ]; then
-    wait -n || failed=1
-    running=$((running - 1))
-  fi
+  if run_finished "$csv" "$epochs"; then return 0; fi
+  queue_slot
   echo "  $dir/$name seed $seed: train $* --epochs $epochs --seed $seed"
   nice "$train" --quiet --rounding nearest-away --epochs "$epochs" --seed "$seed" "$@" --csv "$csv" \
     > "$out/$dir/$name-s$seed.log" 2>&1 &
-  running=$((running + 1))
-}
-
-finish() {
-  while [ "$running" -gt 0 ]; do
-    wait -n || failed=1
-    running=$((running - 1))
-  done
-  if [ "$failed" -ne 0 ]; then
-    echo "$0: a training run failed; see the .log files under $out" >&2
-    exit 1
-  fi
+  queue_started
 }
 
 start=$(date +%s)
@@ -134,7 +120,7 @@ for part in $parts; do
         done
       done ;;
     summary)
-      finish
+      queue_finish
       for d in tradeoff tradeoff-cnn order promotion scaling; do
         if [ -d "$out/$d" ]; then
           "$here/summarize_runs.sh" "$out/$d" > "$out/$d.md"
@@ -158,7 +144,7 @@ for part in $parts; do
     *) echo "$0: unknown part '$part'" >&2; exit 2 ;;
   esac
   if [ "$part" != summary ]; then
-    finish
+    queue_finish
     echo "   $part: $(( $(date +%s) - part_start )) s"
   fi
 done

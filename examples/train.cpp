@@ -14,6 +14,7 @@
 #include <exception>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -32,6 +33,7 @@
 #include "nn/models.hpp"
 #include "nn/schedule.hpp"
 #include "site_wiring.hpp"
+#include "dynamic_containers.hpp"
 #include "weight_options.hpp"
 
 namespace mt = minifloat::training;
@@ -63,6 +65,8 @@ precision
                              fixed      every tensor in --format (see weights and update)
                              low formats: fp(4,3,4) for activations and weights, fp(5,2,0)
                              for activation gradients; weight gradients stay high
+                             qm-qe, qm-qe+gecko, bitwave, bitwave+gecko: dynamic containers
+                             (Schrödinger's FP; flags below)
   --ratio R                  ours: demote tensor groups until the demoted share of all
                              elements reaches R, in [0, 1] (default 0.5)
   --order decreasing|increasing|random
@@ -106,7 +110,9 @@ steps it skipped, the three largest overflow ratios of forward tensors (maximum 
 epoch's steps), and the time.
 )";
 
-enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours, fixed };
+enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours, fixed, qm_qe, qm_qe_gecko, bitwave, bitwave_gecko };
+
+constexpr bool is_dynamic(assignment_kind a) { return a >= assignment_kind::qm_qe; }
 
 struct config {
   std::string model = "mlp";
@@ -130,6 +136,7 @@ struct config {
   std::string csv, step_csv;
   bool quiet = false;
   examples::weight_flags weights;  // --weights, --visible, --optimizer, --fused-update, ... (weight_options.hpp)
+  examples::dynamic_options dynamic;  // --assignment qm-qe / bitwave (+gecko) and the --dc-* flags
 };
 
 struct usage_error : std::runtime_error {
@@ -183,7 +190,7 @@ T parse_choice(std::string_view flag, std::string_view text, std::initializer_li
 
 std::optional<config> parse_args(int argc, char** argv) {
   config c;
-  bool ratio_given = false, order_given = false, theta_given = false;
+  bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") return std::nullopt;
@@ -217,7 +224,11 @@ std::optional<config> parse_args(int argc, char** argv) {
                                                     {"op", assignment_kind::op},
                                                     {"op-variant", assignment_kind::op_variant},
                                                     {"ours", assignment_kind::ours},
-                                                    {"fixed", assignment_kind::fixed}});
+                                                    {"fixed", assignment_kind::fixed},
+                                                    {"qm-qe", assignment_kind::qm_qe},
+                                                    {"qm-qe+gecko", assignment_kind::qm_qe_gecko},
+                                                    {"bitwave", assignment_kind::bitwave},
+                                                    {"bitwave+gecko", assignment_kind::bitwave_gecko}});
     else if (flag == "--ratio") {
       c.ratio = parse_in(flag, value, 0.0, 1.0);
       ratio_given = true;
@@ -250,7 +261,14 @@ std::optional<config> parse_args(int argc, char** argv) {
     else if (flag == "--threads") c.threads = std::min<std::size_t>(parse_count(flag, value, 1), 256);
     else if (flag == "--csv") c.csv = value;
     else if (flag == "--step-csv") c.step_csv = value;
-    else {
+    else if (flag.starts_with("--dc-")) {
+      dynamic_flag_given = true;
+      try {
+        if (!examples::parse_dynamic_flag(flag, value, c.dynamic)) throw usage_error("unknown flag '" + std::string(flag) + "'");
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(e.what());
+      }
+    } else {
       try {
         if (!examples::parse_weight_flag(c.weights, flag, value)) throw usage_error("unknown flag '" + std::string(flag) + "'");
       } catch (const std::invalid_argument& e) {
@@ -264,6 +282,16 @@ std::optional<config> parse_args(int argc, char** argv) {
     throw usage_error(e.what());
   }
   if (c.weights.compute && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
+  if (dynamic_flag_given && !is_dynamic(c.assignment))
+    throw usage_error("--dc-* flags apply to --assignment qm-qe, qm-qe+gecko, bitwave and bitwave+gecko only");
+  if (is_dynamic(c.assignment)) {
+    if (c.loss_scaling.value_or(false)) throw usage_error("dynamic containers train with loss scaling off");
+    c.loss_scaling = false;
+    c.dynamic.method = c.assignment <= assignment_kind::qm_qe_gecko ? examples::dynamic_method::quantum
+                                                                     : examples::dynamic_method::bitwave;
+    c.dynamic.gecko = c.assignment == assignment_kind::qm_qe_gecko || c.assignment == assignment_kind::bitwave_gecko;
+    c.dynamic.quantum.seed = c.seed;
+  }
   if ((ratio_given || order_given) && c.assignment != assignment_kind::ours)
     throw usage_error("--ratio and --order apply to --assignment ours only");
   if (theta_given && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
@@ -280,6 +308,10 @@ std::string_view name_of(assignment_kind a) {
     case assignment_kind::op_variant: return "op-variant";
     case assignment_kind::ours: return "ours";
     case assignment_kind::fixed: return "fixed";
+    case assignment_kind::qm_qe: return "qm-qe";
+    case assignment_kind::qm_qe_gecko: return "qm-qe+gecko";
+    case assignment_kind::bitwave: return "bitwave";
+    case assignment_kind::bitwave_gecko: return "bitwave+gecko";
   }
   return "?";
 }
@@ -307,7 +339,8 @@ struct eval_result {
   double loss = 0, accuracy = 0;
 };
 
-eval_result evaluate(nn::sequential& net, const data::image_dataset& set, site_hooks& hooks, std::size_t batch,
+template <class Hooks>  // site_hooks or examples::dynamic_container_hooks
+eval_result evaluate(nn::sequential& net, const data::image_dataset& set, Hooks& hooks, std::size_t batch,
                      nn::parameter_source* weights) {
   hooks.set_counting(false);
   // The training batch size, so evaluation allocates no larger activations than training does.
@@ -385,6 +418,10 @@ int run(const config& c) {
     case assignment_kind::uniform: mt::apply(g, mt::uniform(g)); break;
     case assignment_kind::op: mt::apply(g, mt::operator_based(g)); break;
     case assignment_kind::op_variant: mt::apply(g, mt::operator_based_variant(g)); break;
+    case assignment_kind::qm_qe:
+    case assignment_kind::qm_qe_gecko:
+    case assignment_kind::bitwave:
+    case assignment_kind::bitwave_gecko: mt::disable_rounding(g); break;  // the containers round instead
     case assignment_kind::ours: {
       const auto res = mt::demote_by_size(g, groups, c.ratio, c.order, c.seed);
       mt::apply(g, res.levels);
@@ -421,6 +458,9 @@ int run(const config& c) {
       c.lr.value_or(wc.optimizer == examples::optimizer_kind::adamw ? 1e-3 : c.model == "cnn" ? 0.02 : 0.05);
   const nn::cosine_schedule schedule{.base_lr = base_lr, .total = c.epochs * steps_per_epoch};
   site_hooks hooks(g, wired.site_of, c.threads);
+  std::unique_ptr<examples::dynamic_container_hooks> dynamic;
+  if (is_dynamic(c.assignment)) dynamic = std::make_unique<examples::dynamic_container_hooks>(desc, c.dynamic);
+  nn::rounding_hooks& active_hooks = dynamic ? static_cast<nn::rounding_hooks&>(*dynamic) : hooks;
 
   if (!c.quiet) {
     std::printf("train: %s width %g (%zu parameters), Fashion-MNIST %zu train / %zu test, batch %zu, %zu epochs, lr %g, GEMM %s\n",
@@ -449,6 +489,7 @@ int run(const config& c) {
     std::printf("low tensors:%s\n", low_names.empty() ? " none" : low_names.c_str());
     std::printf("initial low-precision ratio %.4f\n", mt::measure_footprint(g.sites()).low_ratio());
     std::printf("weights %s\n", examples::describe(wc).c_str());
+    if (dynamic) std::printf("dynamic containers: %s\n", dynamic->describe().c_str());
   }
 
   std::ofstream csv;
@@ -456,7 +497,8 @@ int run(const config& c) {
     csv.open(c.csv);
     if (!csv) throw std::runtime_error("cannot write '" + c.csv + "'");
     csv << "epoch,train_loss,train_acc,test_loss,test_acc,low_ratio,model_bits,promotions,promotions_total,"
-           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds,low_ratio_start,low_ratio_end\n";
+           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds,low_ratio_start,low_ratio_end"
+        << (dynamic ? examples::dynamic_container_hooks::csv_header() : "") << '\n';
   }
   std::ofstream step_csv;
   if (!c.step_csv.empty()) {
@@ -480,6 +522,7 @@ int run(const config& c) {
     // Low-precision ratio before the epoch's first step (epoch 1: the assignment as chosen) and
     // after its last: their difference is what promotion cost in memory during the epoch.
     const double low_ratio_start = mt::measure_footprint(g.sites()).low_ratio();
+    if (dynamic) dynamic->begin_epoch(epoch, schedule(step));
     std::size_t skipped = 0, correct = 0, seen = 0;
     double loss_sum = 0;
     double lr = 0;
@@ -488,14 +531,17 @@ int run(const config& c) {
       g.begin_step(step);
       lr = schedule(step);
       weights.begin_step(lr);
+      if (dynamic) dynamic->begin_step(step);
       // Forward: the weight store fills each `used` (master copy or decoded visible codes), the
       // model rounds it (P), then every output (Y); backward rounds every GY and GP and, fused,
-      // hands each layer's gradients to the store. Loss scaling multiplies dLoss/dlogits.
-      const double batch_loss = loss.forward(net.forward(x, hooks, nn::mode::train, &weights), y);
+      // hands each layer's gradients to the store. Loss scaling multiplies dLoss/dlogits. With
+      // dynamic containers their hooks quantize P and Y instead and learn the bitlengths.
+      const double batch_loss = loss.forward(net.forward(x, active_hooks, nn::mode::train, &weights), y);
       loss_sum += batch_loss * static_cast<double>(y.size());
       correct += loss.correct();
       seen += y.size();
-      net.backward(loss.backward(scaler.scale()), hooks, weights.sink());
+      net.backward(loss.backward(scaler.scale()), active_hooks, weights.sink());
+      if (dynamic) dynamic->end_step(batch_loss);
       const float scale_used = scaler.scale();
       // Unscale, check, clip, update (unfused: all at once here; fused: ends the step).
       const bool stepped = !weights.finish_step().overflow;
@@ -510,7 +556,9 @@ int run(const config& c) {
     const double low_ratio_end = mt::measure_footprint(g.sites()).low_ratio();
     const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto t1 = std::chrono::steady_clock::now();
-    const eval_result test = evaluate(net, test_set, hooks, c.batch_size, &weights);
+    if (dynamic) dynamic->end_epoch();
+    const eval_result test = dynamic ? evaluate(net, test_set, *dynamic, c.batch_size, &weights)
+                                     : evaluate(net, test_set, hooks, c.batch_size, &weights);
     const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
 
     std::vector<std::size_t> top;
@@ -532,6 +580,10 @@ int run(const config& c) {
                 epoch + 1, train_loss, train_acc, test.accuracy, footprint.mean_low_ratio(), promoted, promo.log().size(),
                 static_cast<double>(scaler.scale()), skipped, top_text.empty() ? "none" : top_text.c_str(), train_seconds,
                 eval_seconds);
+    if (dynamic) {
+      std::printf("%s\n", dynamic->epoch_line().c_str());
+      dynamic->write_tensor_rows(epoch + 1);
+    }
     if (!c.quiet)
       for (std::size_t k = promotions_before; k < promo.log().size(); ++k)
         std::printf("  promoted %s at step %llu (overflow ratio %.4g)\n", promo.log()[k].site.c_str(),
@@ -543,7 +595,7 @@ int run(const config& c) {
                     train_acc, test.loss, test.accuracy, footprint.mean_low_ratio(), footprint.mean_total_bits(), promoted,
                     promo.log().size(), static_cast<double>(scaler.scale()), skipped, lr);
       csv << row << csv_quote(top_csv) << ',' << train_seconds << ',' << eval_seconds << ',' << format_number(low_ratio_start)
-          << ',' << format_number(low_ratio_end) << '\n';
+          << ',' << format_number(low_ratio_end) << (dynamic ? dynamic->csv_columns() : "") << '\n';
       csv.flush();
     }
   }
@@ -567,6 +619,7 @@ int main(int argc, char** argv) {
     if (!c) {
       std::fputs(help_text.data(), stdout);
       std::fputs(examples::weight_help.data(), stdout);
+      std::fputs(examples::dynamic_help.data(), stdout);
       return 0;
     }
     return run(*c);
