@@ -1,36 +1,15 @@
 #include "dynamic_containers.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <utility>
 
+#include "flag_parsing.hpp"
+
 namespace examples {
 
 namespace {
-
-template <class T>
-T number(std::string_view flag, std::string_view text) {
-  T v{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size())
-    throw std::invalid_argument(std::string(flag) + " expects a number, got '" + std::string(text) + "'");
-  return v;
-}
-
-double non_negative(std::string_view flag, std::string_view text) {
-  const double v = number<double>(flag, text);
-  if (!(v >= 0) || !std::isfinite(v)) throw std::invalid_argument(std::string(flag) + " must be finite and >= 0");
-  return v;
-}
-
-std::size_t at_least(std::string_view flag, std::string_view text, std::size_t min) {
-  const auto v = number<std::size_t>(flag, text);
-  if (v < min) throw std::invalid_argument(std::string(flag) + " must be at least " + std::to_string(min));
-  return v;
-}
 
 std::vector<mt::tensor_class> classes_of(const mt::quantum_containers& c) {
   std::vector<mt::tensor_class> out;
@@ -99,9 +78,9 @@ gets the same as extra columns.
 )";
 
 bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o) {
-  if (flag == "--dc-gamma-m") o.quantum.gamma_mantissa = non_negative(flag, value);
-  else if (flag == "--dc-gamma-e") o.quantum.gamma_exponent = non_negative(flag, value);
-  else if (flag == "--dc-bit-lr") o.quantum.learning_rate = non_negative(flag, value);
+  if (flag == "--dc-gamma-m") o.quantum.gamma_mantissa = flags::non_negative(flag, value);
+  else if (flag == "--dc-gamma-e") o.quantum.gamma_exponent = flags::non_negative(flag, value);
+  else if (flag == "--dc-bit-lr") o.quantum.learning_rate = flags::non_negative(flag, value);
   else if (flag == "--dc-lambda") {
     if (value == "footprint") o.quantum.weighting = mt::lambda_rule::footprint_share;
     else if (value == "elements") o.quantum.weighting = mt::lambda_rule::element_share;
@@ -110,13 +89,13 @@ bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_o
     if (value == "exact") o.quantum.exponent_rule = mt::exponent_gradient::finite_difference;
     else if (value == "linearised") o.quantum.exponent_rule = mt::exponent_gradient::linearised;
     else throw std::invalid_argument("--dc-exponent-gradient expects exact or linearised");
-  } else if (flag == "--dc-learn-epochs") o.learn_epochs = at_least(flag, value, 0);
-  else if (flag == "--dc-relearn-epochs") o.relearn_epochs = at_least(flag, value, 0);
-  else if (flag == "--dc-relearn-lr-factor") o.relearn_lr_factor = non_negative(flag, value);
-  else if (flag == "--dc-bw-history") o.bitwave.history = at_least(flag, value, 2);
-  else if (flag == "--dc-bw-threshold") o.bitwave.threshold = non_negative(flag, value);
-  else if (flag == "--dc-bw-cadence") o.bitwave.cadence = at_least(flag, value, 1);
-  else if (flag == "--dc-bw-fix-epoch") o.bitwave_fix_epochs = at_least(flag, value, 0);
+  } else if (flag == "--dc-learn-epochs") o.learn_epochs = flags::at_least<std::size_t>(flag, value, 0);
+  else if (flag == "--dc-relearn-epochs") o.relearn_epochs = flags::at_least<std::size_t>(flag, value, 0);
+  else if (flag == "--dc-relearn-lr-factor") o.relearn_lr_factor = flags::non_negative(flag, value);
+  else if (flag == "--dc-bw-history") o.bitwave.history = flags::at_least<std::size_t>(flag, value, 2);
+  else if (flag == "--dc-bw-threshold") o.bitwave.threshold = flags::non_negative(flag, value);
+  else if (flag == "--dc-bw-cadence") o.bitwave.cadence = flags::at_least<std::size_t>(flag, value, 1);
+  else if (flag == "--dc-bw-fix-epoch") o.bitwave_fix_epochs = flags::at_least<std::size_t>(flag, value, 0);
   else if (flag == "--dc-gecko") {
     if (value == "faithful") o.gecko_variant = minifloat::storage::gecko_variant::faithful;
     else if (value == "improved") o.gecko_variant = minifloat::storage::gecko_variant::improved;

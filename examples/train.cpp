@@ -6,7 +6,6 @@
 // that hook to minifloat::training sites. `train --help` explains every flag; docs/training.md
 // the rules.
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +33,7 @@
 #include "nn/schedule.hpp"
 #include "site_wiring.hpp"
 #include "dynamic_containers.hpp"
+#include "flag_parsing.hpp"
 #include "weight_options.hpp"
 
 namespace mt = minifloat::training;
@@ -143,35 +143,6 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-template <class T>
-T parse_number(std::string_view flag, std::string_view text) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc{} || end != text.data() + text.size())
-    throw usage_error(std::string(flag) + " expects a number, got '" + std::string(text) + "'");
-  return value;
-}
-
-double parse_in(std::string_view flag, std::string_view text, double lo, double hi) {
-  const double v = parse_number<double>(flag, text);
-  if (!(v >= lo && v <= hi))
-    throw usage_error(std::string(flag) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::string(text));
-  return v;
-}
-
-double parse_positive(std::string_view flag, std::string_view text) {
-  const double v = parse_number<double>(flag, text);
-  if (!(v > 0.0) || !std::isfinite(v)) throw usage_error(std::string(flag) + " must be positive, got " + std::string(text));
-  return v;
-}
-
-std::size_t parse_count(std::string_view flag, std::string_view text, std::size_t min) {
-  const auto v = parse_number<std::size_t>(flag, text);
-  if (v < min) throw usage_error(std::string(flag) + " must be at least " + std::to_string(min) + ", got " + std::string(text));
-  return v;
-}
-
 bool parse_switch(std::string_view flag, std::string_view text) {
   if (text == "on") return true;
   if (text == "off") return false;
@@ -188,7 +159,7 @@ T parse_choice(std::string_view flag, std::string_view text, std::initializer_li
   throw usage_error(std::string(flag) + " expects one of " + names + ", got '" + std::string(text) + "'");
 }
 
-std::optional<config> parse_args(int argc, char** argv) {
+std::optional<config> parse_flags(int argc, char** argv) {
   config c;
   bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
   for (int i = 1; i < argc; ++i) {
@@ -212,10 +183,10 @@ std::optional<config> parse_args(int argc, char** argv) {
       value = argv[++i];
     }
     if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
-    else if (flag == "--width") c.width = parse_positive(flag, value);
+    else if (flag == "--width") c.width = examples::flags::positive(flag, value);
     else if (flag == "--data-dir") c.data_dir = value;
-    else if (flag == "--train-limit") c.train_limit = parse_count(flag, value, 0);
-    else if (flag == "--test-limit") c.test_limit = parse_count(flag, value, 0);
+    else if (flag == "--train-limit") c.train_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
+    else if (flag == "--test-limit") c.test_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
     else if (flag == "--assignment")
       c.assignment = parse_choice<assignment_kind>(flag, value,
                                                    {{"fp32", assignment_kind::fp32},
@@ -230,7 +201,7 @@ std::optional<config> parse_args(int argc, char** argv) {
                                                     {"bitwave", assignment_kind::bitwave},
                                                     {"bitwave+gecko", assignment_kind::bitwave_gecko}});
     else if (flag == "--ratio") {
-      c.ratio = parse_in(flag, value, 0.0, 1.0);
+      c.ratio = examples::flags::in_range(flag, value, 0.0, 1.0);
       ratio_given = true;
     } else if (flag == "--order") {
       c.order = parse_choice<mt::demotion_order>(flag, value,
@@ -246,41 +217,29 @@ std::optional<config> parse_args(int argc, char** argv) {
                                                   {"stochastic", minifloat::rounding::stochastic}});
     else if (flag == "--promotion") c.promotion = parse_switch(flag, value);
     else if (flag == "--theta") {
-      c.theta = parse_in(flag, value, 0.0, 1.0);
+      c.theta = examples::flags::in_range(flag, value, 0.0, 1.0);
       theta_given = true;
     }
     else if (flag == "--loss-scaling") c.loss_scaling = parse_switch(flag, value);
-    else if (flag == "--init-scale") c.init_scale = static_cast<float>(parse_positive(flag, value));
-    else if (flag == "--growth-interval") c.growth_interval = parse_count(flag, value, 1);
-    else if (flag == "--epochs") c.epochs = parse_count(flag, value, 1);
-    else if (flag == "--batch-size") c.batch_size = parse_count(flag, value, 1);
-    else if (flag == "--lr") c.lr = parse_positive(flag, value);
-    else if (flag == "--momentum") c.momentum = parse_in(flag, value, 0.0, 1.0);
-    else if (flag == "--weight-decay") c.weight_decay = parse_in(flag, value, 0.0, 1.0);
-    else if (flag == "--seed") c.seed = parse_number<std::uint64_t>(flag, value);
-    else if (flag == "--threads") c.threads = std::min<std::size_t>(parse_count(flag, value, 1), 256);
+    else if (flag == "--init-scale") c.init_scale = static_cast<float>(examples::flags::positive(flag, value));
+    else if (flag == "--growth-interval") c.growth_interval = examples::flags::at_least<std::size_t>(flag, value, 1);
+    else if (flag == "--epochs") c.epochs = examples::flags::at_least<std::size_t>(flag, value, 1);
+    else if (flag == "--batch-size") c.batch_size = examples::flags::at_least<std::size_t>(flag, value, 1);
+    else if (flag == "--lr") c.lr = examples::flags::positive(flag, value);
+    else if (flag == "--momentum") c.momentum = examples::flags::in_range(flag, value, 0.0, 1.0);
+    else if (flag == "--weight-decay") c.weight_decay = examples::flags::in_range(flag, value, 0.0, 1.0);
+    else if (flag == "--seed") c.seed = examples::flags::number<std::uint64_t>(flag, value);
+    else if (flag == "--threads") c.threads = std::min<std::size_t>(examples::flags::at_least<std::size_t>(flag, value, 1), 256);
     else if (flag == "--csv") c.csv = value;
     else if (flag == "--step-csv") c.step_csv = value;
     else if (flag.starts_with("--dc-")) {
       dynamic_flag_given = true;
-      try {
-        if (!examples::parse_dynamic_flag(flag, value, c.dynamic)) throw usage_error("unknown flag '" + std::string(flag) + "'");
-      } catch (const std::invalid_argument& e) {
-        throw usage_error(e.what());
-      }
-    } else {
-      try {
-        if (!examples::parse_weight_flag(c.weights, flag, value)) throw usage_error("unknown flag '" + std::string(flag) + "'");
-      } catch (const std::invalid_argument& e) {
-        throw usage_error(e.what());
-      }
+      if (!examples::parse_dynamic_flag(flag, value, c.dynamic)) throw usage_error("unknown flag '" + std::string(flag) + "'");
+    } else if (!examples::parse_weight_flag(c.weights, flag, value)) {
+      throw usage_error("unknown flag '" + std::string(flag) + "'");
     }
   }
-  try {
-    examples::finish_weight_flags(c.weights);
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(e.what());
-  }
+  examples::finish_weight_flags(c.weights);
   if (c.weights.compute && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
   if (dynamic_flag_given && !is_dynamic(c.assignment))
     throw usage_error("--dc-* flags apply to --assignment qm-qe, qm-qe+gecko, bitwave and bitwave+gecko only");
@@ -297,6 +256,16 @@ std::optional<config> parse_args(int argc, char** argv) {
   if (theta_given && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
   if (!std::isfinite(c.init_scale)) throw usage_error("--init-scale must be a finite float");
   return c;
+}
+
+/// The flags' parsers (flag_parsing.hpp, weight_options.hpp, dynamic_containers.hpp) throw
+/// std::invalid_argument: to the user each is a usage error.
+std::optional<config> parse_args(int argc, char** argv) {
+  try {
+    return parse_flags(argc, argv);
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
 }
 
 std::string_view name_of(assignment_kind a) {

@@ -1,11 +1,11 @@
 #include "weight_options.hpp"
 
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
 #include <minifloat/format_name.hpp>
+
+#include "flag_parsing.hpp"
 
 namespace examples {
 
@@ -53,22 +53,6 @@ std::invalid_argument flag_error(std::string_view flag, const std::string& what)
   return std::invalid_argument(std::string(flag) + " " + what);
 }
 
-double positive(std::string_view flag, std::string_view text) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v))
-    throw flag_error(flag, "expects a positive number, got '" + std::string(text) + "'");
-  return v;
-}
-
-int whole(std::string_view flag, std::string_view text) {
-  int v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || v < 1)
-    throw flag_error(flag, "expects a whole number >= 1, got '" + std::string(text) + "'");
-  return v;
-}
-
 minifloat::format format_flag(std::string_view flag, std::string_view text) {
   try {
     return minifloat::parse_format(text);
@@ -93,7 +77,7 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
     else if (value == "low+k") c.mode = weight_mode::low_extra;
     else if (value.starts_with("low+")) {
       c.mode = weight_mode::low_extra;
-      const int k = whole(flag, value.substr(4));
+      const int k = flags::at_least(flag, value.substr(4), 1);
       if (f.extra_given && k != c.extra_bits) throw flag_error(flag, "and --extra-bits disagree");
       c.extra_bits = k;
       f.extra_given = true;
@@ -103,7 +87,7 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
     c.visible = format_flag(flag, value);
     f.visible_given = true;
   } else if (flag == "--extra-bits") {
-    const int k = whole(flag, value);
+    const int k = flags::at_least(flag, value, 1);
     if (f.extra_given && k != c.extra_bits) throw flag_error(flag, "and --weights low+K disagree");
     c.extra_bits = k;
     f.extra_given = true;
@@ -119,8 +103,8 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
   } else if (flag == "--betas") {
     const auto comma = value.find(',');
     if (comma == std::string_view::npos) throw flag_error(flag, "expects B1,B2");
-    c.beta1 = positive(flag, value.substr(0, comma));
-    c.beta2 = positive(flag, value.substr(comma + 1));
+    c.beta1 = flags::positive(flag, value.substr(0, comma));
+    c.beta2 = flags::positive(flag, value.substr(comma + 1));
     if (c.beta1 >= 1 || c.beta2 >= 1) throw flag_error(flag, "values must be below 1");
     f.adam_given = true;
   } else if (flag == "--on-overflow") {
@@ -128,9 +112,9 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
     else if (value == "partial") c.on_overflow = overflow_policy::partial;
     else throw flag_error(flag, "expects rollback or partial, got '" + std::string(value) + "'");
     f.policy_given = true;
-  } else if (flag == "--clip-value") c.clip.value = static_cast<float>(positive(flag, value));
-  else if (flag == "--clip-tensor-norm") c.clip.tensor_norm = static_cast<float>(positive(flag, value));
-  else if (flag == "--clip-global-norm") c.clip.global_norm = static_cast<float>(positive(flag, value));
+  } else if (flag == "--clip-value") c.clip.value = static_cast<float>(flags::positive(flag, value));
+  else if (flag == "--clip-tensor-norm") c.clip.tensor_norm = static_cast<float>(flags::positive(flag, value));
+  else if (flag == "--clip-global-norm") c.clip.global_norm = static_cast<float>(flags::positive(flag, value));
   else if (flag == "--format") f.compute = format_flag(flag, value);
   else if (flag == "--memory-csv") f.memory_csv = value;
   else return false;
