@@ -34,6 +34,21 @@ std::pair<std::size_t, std::size_t> stored_bytes(const ms::low_tensor& t) {
 }
 std::pair<std::size_t, std::size_t> stored_bytes(const std::monostate&) { return {0, 0}; }  // the nn buffer counts itself
 
+double sum_of_squares(std::span<const float> values) {
+  double sum = 0;
+  for (float v : values) sum += static_cast<double>(v) * v;
+  return sum;
+}
+
+/// torch.nn.utils.clip_grad_norm_: the gradients' factor max / (norm + 1e-6) when that is below
+/// 1, else none (1).
+double clip_factor(float max_norm, double norm) { return std::min(1.0, static_cast<double>(max_norm) / (norm + 1e-6)); }
+
+void scale(std::span<float> values, double factor) {
+  if (factor < 1.0)
+    for (float& g : values) g *= static_cast<float>(factor);
+}
+
 }  // namespace
 
 void weight_config::validate() const {
@@ -55,11 +70,7 @@ void weight_config::validate() const {
   else ms::adam_options{0, beta1, beta2, eps, weight_decay, true}.validate();
 }
 
-double l2_norm(std::span<const float> values) {
-  double sum = 0;
-  for (float v : values) sum += static_cast<double>(v) * v;
-  return std::sqrt(sum);
-}
+double l2_norm(std::span<const float> values) { return std::sqrt(sum_of_squares(values)); }
 
 weight_store::weight_store(nn::sequential& net, const weight_config& config, minifloat::training::loss_scaler& scaler,
                            ms::memory_ledger* ledger)
@@ -114,12 +125,7 @@ void weight_store::prepare(nn::parameter& p) {
     const float v = *config_.clip.value;
     for (float& g : p.grad) g = std::clamp(g, -v, v);
   }
-  if (config_.clip.tensor_norm) {
-    // torch.nn.utils.clip_grad_norm_ on one tensor: coefficient max / (norm + 1e-6), if below 1.
-    const double coef = static_cast<double>(*config_.clip.tensor_norm) / (l2_norm(p.grad) + 1e-6);
-    if (coef < 1.0)
-      for (float& g : p.grad) g *= static_cast<float>(coef);
-  }
+  if (config_.clip.tensor_norm) scale(p.grad, clip_factor(*config_.clip.tensor_norm, l2_norm(p.grad)));
 }
 
 std::size_t weight_store::state_bytes(const slot& s) const {
@@ -197,11 +203,9 @@ step_outcome weight_store::finish_step() {
   if (scaler_.found_inf()) return {true, 0, 0};
   if (config_.clip.global_norm) {
     double sum = 0;
-    for (const slot& s : slots_) sum += std::pow(l2_norm(s.param->grad), 2);
-    const double coef = static_cast<double>(*config_.clip.global_norm) / (std::sqrt(sum) + 1e-6);
-    if (coef < 1.0)
-      for (slot& s : slots_)
-        for (float& g : s.param->grad) g *= static_cast<float>(coef);
+    for (const slot& s : slots_) sum += sum_of_squares(s.param->grad);
+    const double factor = clip_factor(*config_.clip.global_norm, std::sqrt(sum));
+    for (slot& s : slots_) scale(s.param->grad, factor);
   }
   for (slot& s : slots_) update(s);
   return {false, slots_.size(), 0};
