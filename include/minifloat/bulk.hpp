@@ -225,6 +225,9 @@ void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r,
       case rounding::nearest_away: quantize_lanes<rounding::nearest_away, Count>(src, dst, n, at, st); break;
       case rounding::toward_zero: quantize_lanes<rounding::toward_zero, Count>(src, dst, n, at, st); break;
       case rounding::stochastic: quantize_lanes<rounding::stochastic, Count>(src, dst, n, at, st); break;
+      case rounding::toward_positive: quantize_lanes<rounding::toward_positive, Count>(src, dst, n, at, st); break;
+      case rounding::toward_negative: quantize_lanes<rounding::toward_negative, Count>(src, dst, n, at, st); break;
+      case rounding::to_odd: quantize_lanes<rounding::to_odd, Count>(src, dst, n, at, st); break;
     }
   }
 }
@@ -271,6 +274,9 @@ std::size_t try_encode(std::span<const S> in, std::span<C> out, const rounder<S>
     case rounding::nearest_away: return detail::encode_lanes<rounding::nearest_away>(in, out, r);
     case rounding::toward_zero: return detail::encode_lanes<rounding::toward_zero>(in, out, r);
     case rounding::stochastic: return detail::encode_lanes<rounding::stochastic>(in, out, r);
+    case rounding::toward_positive: return detail::encode_lanes<rounding::toward_positive>(in, out, r);
+    case rounding::toward_negative: return detail::encode_lanes<rounding::toward_negative>(in, out, r);
+    case rounding::to_odd: return detail::encode_lanes<rounding::to_odd>(in, out, r);
   }
   return 0;
 }
