@@ -160,7 +160,8 @@ TEST_CASE("signed zero is preserved, and results that round to zero keep the inp
         if (!steps_away) CHECK(hex(r) == "-0x0p+0");
         else CHECK((hex(r) == "-0x0p+0" || r == -static_cast<float>(f.min_positive())));
         if (m == rounding::toward_negative || m == rounding::to_odd)
-          CHECK(hex(r) == hex(f.subnormals ? -f.min_positive() : -0.0));
+          // With M = 0 the subnormal step is the smallest normal itself, which is never flushed.
+          CHECK(hex(r) == hex(f.subnormals || f.mantissa_bits == 0 ? -f.min_subnormal() : -0.0));
         CHECK(hex(mf::round(tiny, f, opts(rounding::toward_zero, p))) == "0x0p+0");
       }
   CHECK(mf::encode(-0.0f, mf::binary16) == 0x8000);
