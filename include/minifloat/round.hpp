@@ -395,6 +395,31 @@ class rounder {
   std::uint64_t first_index_;
 };
 
+/// A rounder that advances the element index itself: its i-th value (counting values of bulk
+/// calls too) uses index options.index + i, so rounding one value n times with stochastic
+/// rounding averages to the value, where a plain `rounder` repeats one draw. Results depend only
+/// on (seed, starting index, the number of values rounded before, value); one object belongs to
+/// one thread.
+template <std::floating_point S>
+class sequential_rounder {
+ public:
+  constexpr sequential_rounder(const format& f, const rounding_options& o = {}) : rounder_(f, o), next_(o.index) {}
+  MINIFLOAT_HD constexpr S operator()(S x) { return rounder_(x, next_++); }
+  MINIFLOAT_HD constexpr S operator()(S x, rounding_stats& st) { return rounder_(x, next_++, st); }
+  /// Reserves the next n indices and returns the stateless rounder that starts at the first.
+  constexpr rounder<S> take(std::uint64_t n) {
+    const rounder<S> at = rounder_.advanced(next_ - rounder_.first_index());
+    next_ += n;
+    return at;
+  }
+  constexpr std::uint64_t next_index() const { return next_; }
+  constexpr const rounding_plan<S>& plan() const { return rounder_.plan(); }
+
+ private:
+  rounder<S> rounder_;
+  std::uint64_t next_;
+};
+
 /// x rounded to format f, returned in x's type.
 template <std::floating_point S>
 constexpr S round(S x, const format& f, const rounding_options& o = {}) {
