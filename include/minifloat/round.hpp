@@ -189,6 +189,10 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
 template <std::floating_point S>
 constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o) {
   using src = source_layout<S>;
+#if defined(__CUDA_ARCH__)
+  // Device code cannot throw: an invalid format or option stops the kernel.
+  if (!fits_source<S>(f) || o.random_bits < 0 || o.random_bits > src::width) __trap();
+#else
   if (!std::is_constant_evaluated()) {
     if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
   } else if (!fits_source<S>(f)) {
@@ -197,6 +201,7 @@ constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o)
   if (o.random_bits < 0 || o.random_bits > src::width)
     throw std::invalid_argument("minifloat::rounding_options: random_bits = " + std::to_string(o.random_bits) +
                                 " is outside 0.." + std::to_string(src::width));
+#endif
   return detail::plan_unchecked<S>(f, o);
 }
 
@@ -221,7 +226,7 @@ enum class lane_path : std::uint8_t { plain, finite, any };
 /// multiple of 2^drop and adding back the binade base gives the result's bits, because a carry
 /// out of the significand lands exactly on the next binade's first value.
 template <rounding Mode, lane_path Path, std::floating_point S, class L>
-MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
+constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   using src = source_layout<S>;
   using bits = typename src::bits;
   constexpr int P = src::mantissa_bits;
