@@ -245,7 +245,8 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
       // path's comparison (random < fraction) holds, so both paths draw the same results.
       r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
     } else if constexpr (Mode == rounding::to_odd) {
-      r = (u & p.plain_keep) | select((u & p.plain_below) != zero, zero + (p.plain_below + 1), zero);
+      // (dropped + below) reaches the step bit exactly when a dropped bit is set: no compare.
+      r = (u & p.plain_keep) | (((u & p.plain_below) + p.plain_below) & (p.plain_below + 1));
     } else {  // directed: up in magnitude on the lanes whose sign points the mode's way
       const L ceiling = (u + p.plain_below) & p.plain_keep;
       const L truncated = u & p.plain_keep;
