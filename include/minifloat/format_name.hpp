@@ -72,17 +72,24 @@ inline format parse_format(std::string_view text) {
   const auto expect = [&](char c, const char* where) {
     if (!detail::read_token(rest, std::string_view(&c, 1))) throw fail(std::string("expects '") + c + "' " + where);
   };
-
+  // The two leading fields "E,M," (named e and m in the papers' notation).
   int e = 0, m = 0;
+  const auto exponent_and_mantissa = [&](const char* e_name, const char* m_name) {
+    field(e_name, "", e);
+    expect(',', (std::string("after ") + e_name).c_str());
+    field(m_name, "", m);
+    expect(',', (std::string("after ") + m_name).c_str());
+  };
+  const auto closing = [&](const char* where) {
+    expect(')', where);
+    if (!rest.empty()) throw fail("has text after the closing parenthesis");
+  };
+
   if (detail::read_token(rest, "paper_fp(") || detail::read_token(rest, "fp(")) {
     int b = 0;
-    field("e", "", e);
-    expect(',', "after e");
-    field("m", "", m);
-    expect(',', "after m");
+    exponent_and_mantissa("e", "m");
     field("b", "", b);
-    expect(')', "after b");
-    if (!rest.empty()) throw fail("has text after the closing parenthesis");
+    closing("after b");
     if (e < 1 || e > 11) throw fail("has e = " + std::to_string(e) + " outside 1..11");
     if (m < 0 || m > 52) throw fail("has m = " + std::to_string(m) + " outside 0..52");
     // 64-bit sum: b may be anything an int holds.
@@ -103,15 +110,10 @@ inline format parse_format(std::string_view text) {
         "is not a format name (fp32, fp16, bf16, e4m3, e5m2, paper_fp(e,m,b), ieee(E,M,bias=B), "
         "nan_only(E,M,bias=B) or all_finite(E,M,bias=B))");
   int bias = 0;
-  field("E", "", e);
-  expect(',', "after E");
-  field("M", "", m);
-  expect(',', "after M");
+  exponent_and_mantissa("E", "M");
   field("B", "bias=", bias);
-  bool subnormals = true;
-  if (detail::read_token(rest, ",no_subnormals")) subnormals = false;
-  expect(')', "after the bias (or ,no_subnormals)");
-  if (!rest.empty()) throw fail("has text after the closing parenthesis");
+  const bool subnormals = !detail::read_token(rest, ",no_subnormals");
+  closing("after the bias (or ,no_subnormals)");
   const format f{e, m, bias, subnormals, encoding};
   if (const std::string p = f.problem(); !p.empty()) throw fail("is not a valid format: " + p);
   return f;
