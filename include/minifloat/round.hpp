@@ -314,7 +314,7 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   }
   if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
   if constexpr (Mode == rounding::toward_positive || Mode == rounding::toward_negative) {
-    // Rounding toward the max side never overflows; only the lanes rounding away can.
+    // Only lanes that round up in magnitude get the overflow result; the others stay at ±max.
     const L over = (away & p.overflow_bits) | (~away & p.max_bits);
     result = select(result > p.max_bits, over, result);
   } else {
