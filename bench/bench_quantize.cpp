@@ -66,7 +66,8 @@ void bm_f16c_round_trip(benchmark::State& state) {
 const minifloat::format formats[] = {minifloat::bfloat16, minifloat::binary16, minifloat::e4m3, minifloat::e5m2,
                                      minifloat::fp_4_3_4};
 const char* const format_names[] = {"bfloat16", "binary16", "e4m3", "e5m2", "fp(4,3,4)"};
-const char* const mode_names[] = {"nearest_even", "nearest_away", "toward_zero", "stochastic"};
+const char* const mode_names[] = {"nearest_even",    "nearest_away",    "toward_zero", "stochastic",
+                                   "toward_positive", "toward_negative", "to_odd"};
 
 // Arguments: size, data set, format index, mode, counting.
 void bm_quantize(benchmark::State& state) {
@@ -95,6 +96,6 @@ constexpr std::int64_t in_memory = 1 << 24;
 
 BENCHMARK(bm_memcpy)->Arg(in_cache)->Arg(in_memory);
 BENCHMARK(bm_f16c_round_trip)->ArgsProduct({{in_cache, in_memory}, {0, 1}});
-BENCHMARK(bm_quantize)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {0, 1, 2, 3, 4}, {0, 1, 2, 3}, {0, 1}});
+BENCHMARK(bm_quantize)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4, 5, 6}, {0, 1}});
 
 BENCHMARK_MAIN();

@@ -33,8 +33,10 @@ using test_support::bits_of;
 using test_support::to_bits;
 
 const std::size_t kLengths[] = {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 1000};
-const mf::rounding kModes[] = {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
-                               mf::rounding::stochastic};
+const mf::rounding kModes[] = {mf::rounding::nearest_even,    mf::rounding::nearest_away,
+                               mf::rounding::toward_zero,     mf::rounding::stochastic,
+                               mf::rounding::toward_positive, mf::rounding::toward_negative,
+                               mf::rounding::to_odd};
 const mf::overflow kPolicies[] = {mf::overflow::saturate, mf::overflow::infinity};
 
 std::vector<mf::format> formats() {
@@ -141,6 +143,7 @@ void bulk_matches_scalar() {
             o.on_overflow = pol;
             o.seed = rng();
             o.index = rng() % 100000;
+            o.flush = rng() % 2 ? mf::flush_mode::onto_values : mf::flush_mode::after_rounding;
             if (mode == mf::rounding::stochastic && rng() % 2 == 0)
               o.random_bits = static_cast<int>(rng() % (sizeof(S) * 8 + 1));  // 0 (whole word) .. width
             const std::vector<S> in = make_values<S>(f, n, normal_only, rng);
@@ -151,7 +154,8 @@ void bulk_matches_scalar() {
               want[i] = mf::round(in[i], f, oi);
             }
             INFO((sizeof(S) == 4 ? "float " : "double ") << mf::to_string(f) << " mode " << static_cast<int>(mode)
-                                                         << " policy " << static_cast<int>(pol) << " n " << n
+                                                         << " policy " << static_cast<int>(pol) << " flush "
+                                                         << static_cast<int>(o.flush) << " n " << n
                                                          << (normal_only ? " normal-range values" : " mixed values"));
             auto same = [&](const std::vector<S>& got) {
               std::size_t bad = 0;
@@ -334,6 +338,15 @@ std::pair<std::uint32_t, std::uint32_t> both_paths(const mf::rounding_plan<float
     case mf::rounding::stochastic:
       return {round_path<mf::rounding::stochastic, Path>(plan, u, r),
               round_path<mf::rounding::stochastic, lane_path::any>(plan, u, r)};
+    case mf::rounding::toward_positive:
+      return {round_path<mf::rounding::toward_positive, Path>(plan, u, r),
+              round_path<mf::rounding::toward_positive, lane_path::any>(plan, u, r)};
+    case mf::rounding::toward_negative:
+      return {round_path<mf::rounding::toward_negative, Path>(plan, u, r),
+              round_path<mf::rounding::toward_negative, lane_path::any>(plan, u, r)};
+    case mf::rounding::to_odd:
+      return {round_path<mf::rounding::to_odd, Path>(plan, u, r),
+              round_path<mf::rounding::to_odd, lane_path::any>(plan, u, r)};
   }
   return {0, 1};
 }

@@ -276,11 +276,17 @@ TEST_CASE("random_bits outside 0..source width is rejected and named", "[format]
   CHECK_THROWS_AS(mf::make_plan<float>(mf::binary16, o), std::invalid_argument);
 }
 
-TEST_CASE("to_string names the fields and the non-default flags", "[format]") {
-  CHECK(mf::to_string(mf::binary16) == "fp(5,10,bias=15)");
-  CHECK(mf::to_string(mf::e4m3) == "fp(4,3,bias=7),nan_only");
-  CHECK(mf::to_string(mf::fp_4_3_4) == "fp(4,3,bias=11),all_finite");
+TEST_CASE("to_string names the named formats, the papers' notation and the fields of the rest", "[format]") {
+  CHECK(mf::to_string(mf::binary16) == "binary16");
+  CHECK(mf::to_string(mf::e4m3) == "e4m3");
+  CHECK(mf::to_string(mf::fp_4_3_4) == "paper_fp(4,3,4)");
+  CHECK(mf::to_string(mf::paper_format(5, 2, -3)) == "paper_fp(5,2,-3)");
+  CHECK(mf::to_string(mf::format{4, 3, 4, true, mf::specials::ieee}) == "ieee(4,3,bias=4)");
+  CHECK(mf::to_string(mf::format{4, 3, 8, true, mf::specials::nan_only}) == "nan_only(4,3,bias=8)");
   mf::format f = mf::binary16;
   f.subnormals = false;
-  CHECK(mf::to_string(f) == "fp(5,10,bias=15),no_subnormals");
+  CHECK(mf::to_string(f) == "ieee(5,10,bias=15,no_subnormals)");
+  f = mf::fp_4_3_4;
+  f.subnormals = false;
+  CHECK(mf::to_string(f) == "all_finite(4,3,bias=11,no_subnormals)");
 }

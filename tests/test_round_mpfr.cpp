@@ -6,14 +6,20 @@
 //      narrow emin to the format's smallest subnormal, then mpfr_check_range + mpfr_subnormalize
 //      (the procedure of the MPFR manual, "Exceptions"). MPFR writes x = 0.1b..b * 2^e, so the
 //      smallest subnormal 2^(emin - M) = 0.1 * 2^(emin - M + 1): emin_mpfr = emin - M + 1.
-//      Only MPFR_RNDN and MPFR_RNDZ: MPFR does not implement ties-away for mpfr_set.
+//      MPFR_RNDN, MPFR_RNDZ and MPFR_RNDU on |x| (toward_positive / toward_negative are RNDU or
+//      RNDZ on the magnitude, by sign). MPFR implements neither ties-away for mpfr_set nor
+//      round-to-odd.
 //  (B) Exact arithmetic in MPFR: t = |x| / q with q the format's spacing at x (2^(max(e, emin) - M)),
 //      split t into its integer part n and the remainder, and round by comparing the remainder
-//      with 1/2 — this is where ties-away (nearest_away) comes from.
+//      with 1/2 — this is where ties-away (nearest_away) and round-to-odd (truncate, then step up
+//      when inexact and the truncated multiple is even) come from.
 // The rules MPFR does not model are then applied exactly as round.hpp's header documents them:
-// overflow policy (saturate -> ±max; infinity -> ±Inf; toward_zero always ±max for finite input),
-// subnormals off (round as if on, then a result below the smallest normal becomes a signed zero),
-// NaN -> NaN, ±Inf -> ±Inf or ±max per policy, the result keeps the input's sign.
+// overflow policy (saturate -> ±max; infinity -> ±Inf, NaN for nan_only; toward_zero and to_odd
+// always ±max for finite input, directed modes ±max on the side they round toward),
+// subnormals off (flush_mode::after_rounding: round as if on, then a result below the smallest
+// normal becomes a signed zero; flush_mode::onto_values: the nearer, or per mode the chosen, of 0
+// and the smallest normal, decided by an exact MPFR comparison), NaN -> NaN, ±Inf -> ±Inf (NaN
+// for nan_only) or ±max per policy, the result keeps the input's sign.
 #include <catch2/catch.hpp>
 
 #include <mpfr.h>
@@ -55,8 +61,19 @@ const char* mode_name(mf::rounding m) {
     case mf::rounding::nearest_away: return "nearest_away";
     case mf::rounding::toward_zero: return "toward_zero";
     case mf::rounding::stochastic: return "stochastic";
+    case mf::rounding::toward_positive: return "toward_positive";
+    case mf::rounding::toward_negative: return "toward_negative";
+    case mf::rounding::to_odd: return "to_odd";
   }
   return "?";
+}
+
+/// The mode as it acts on |x|: directed modes round the magnitude up (reported as
+/// toward_positive) or truncate it, depending on the sign.
+mf::rounding magnitude_mode(mf::rounding m, bool negative) {
+  if (m == mf::rounding::toward_positive) return negative ? mf::rounding::toward_zero : mf::rounding::toward_positive;
+  if (m == mf::rounding::toward_negative) return negative ? mf::rounding::toward_positive : mf::rounding::toward_zero;
+  return m;
 }
 
 /// Restores MPFR's exponent range on scope exit.
@@ -96,7 +113,25 @@ class mpfr_oracle {
     return r;
   }
 
-  /// (B): ax > 0 finite; exact remainder comparison. mode: nearest_even, nearest_away, toward_zero.
+  /// Formats without subnormals under flush_mode::onto_values, for 0 < ax < 2^emin: 0 or 2^emin,
+  /// chosen by an exact comparison of ax with 2^(emin-1). mode as for exact().
+  double onto_zero_or_min_normal(double ax, int emin, mf::rounding mode) {
+    const double min_normal = std::ldexp(1.0, emin);
+    mpfr_set_d(t_, ax, MPFR_RNDN);
+    const int c = mpfr_cmp_d(t_, min_normal / 2);
+    bool up = false;
+    switch (mode) {
+      case mf::rounding::nearest_even: up = c > 0; break;  // a tie goes to 0, whose last bit is even
+      case mf::rounding::nearest_away: up = c >= 0; break;
+      case mf::rounding::toward_positive:
+      case mf::rounding::to_odd: up = true; break;  // inexact: away from the truncation 0
+      default: up = false; break;
+    }
+    return up ? min_normal : 0.0;
+  }
+
+  /// (B): ax > 0 finite; exact remainder comparison. mode (a magnitude mode): nearest_even,
+  /// nearest_away, toward_zero, toward_positive (up in magnitude), to_odd.
   double exact(double ax, int M, int emin, mf::rounding mode) {
     mpfr_set_emin(mpfr_get_emin_min());
     mpfr_set_emax(mpfr_get_emax_max());
@@ -111,6 +146,8 @@ class mpfr_oracle {
     switch (mode) {
       case mf::rounding::nearest_even: up = c > 0 || (c == 0 && mpfr_get_ui(n_, MPFR_RNDN) % 2 == 1); break;
       case mf::rounding::nearest_away: up = c >= 0; break;
+      case mf::rounding::toward_positive: up = mpfr_sgn(r_) != 0; break;
+      case mf::rounding::to_odd: up = mpfr_sgn(r_) != 0 && mpfr_get_ui(n_, MPFR_RNDN) % 2 == 0; break;
       default: up = false; break;
     }
     if (up) mpfr_add_ui(n_, n_, 1, MPFR_RNDN);
@@ -125,14 +162,21 @@ class mpfr_oracle {
 /// What round.hpp documents for x, given the oracle's magnitude r_on (subnormals on, no upper
 /// bound) for finite x.
 template <class S>
-S apply_rules(S x, const mf::format& f, mf::rounding mode, mf::overflow pol, double r_on) {
-  const bool saturate = pol == mf::overflow::saturate;
+S apply_rules(S x, const mf::format& f, const mf::rounding_options& o, double r_on, double r_onto) {
+  const bool saturate = o.on_overflow == mf::overflow::saturate;
   const double max = f.max_finite();
+  const double overflow_signal = f.encoding == mf::specials::nan_only ? std::numeric_limits<double>::quiet_NaN()
+                                                                      : std::numeric_limits<double>::infinity();
   if (std::isnan(x)) return std::numeric_limits<S>::quiet_NaN();
-  if (std::isinf(x)) return saturate ? std::copysign(static_cast<S>(max), x) : x;
+  if (std::isinf(x)) return std::copysign(static_cast<S>(saturate ? max : overflow_signal), x);
   double r = r_on;
-  if (!f.subnormals && r < f.min_normal()) r = 0.0;
-  if (r > max) r = (saturate || mode == mf::rounding::toward_zero) ? max : std::numeric_limits<double>::infinity();
+  if (!f.subnormals && o.flush == mf::flush_mode::onto_values && std::fabs(static_cast<double>(x)) < f.min_normal())
+    r = r_onto;
+  else if (!f.subnormals && r < f.min_normal())
+    r = 0.0;
+  const mf::rounding m = magnitude_mode(o.mode, std::signbit(x));
+  const bool stays_finite = m == mf::rounding::toward_zero || m == mf::rounding::to_odd;
+  if (r > max) r = (saturate || stays_finite) ? max : overflow_signal;
   return std::copysign(static_cast<S>(r), x);
 }
 
@@ -253,7 +297,8 @@ std::string describe(S x, const mf::format& f, const mf::rounding_options& o, S 
   std::ostringstream s;
   s.precision(std::numeric_limits<S>::max_digits10);
   s << source_name<S>() << " " << mf::to_string(f) << " " << mode_name(o.mode)
-    << (o.on_overflow == mf::overflow::saturate ? " saturate" : " infinity") << " x=" << std::hexfloat << x
+    << (o.on_overflow == mf::overflow::saturate ? " saturate" : " infinity")
+    << (o.flush == mf::flush_mode::onto_values ? " onto_values" : "") << " x=" << std::hexfloat << x
     << " got=" << got << " want=" << want;
   return s.str();
 }
@@ -292,7 +337,9 @@ void compare_grid_with_mpfr() {
   const auto grid = format_grid<S>();
   const std::size_t stride = kSanitize ? 3 : 1;
   const int n_random = kSanitize ? 150 : 1000;
-  const mf::rounding modes[] = {mf::rounding::nearest_even, mf::rounding::toward_zero, mf::rounding::nearest_away};
+  const mf::rounding modes[] = {mf::rounding::nearest_even,    mf::rounding::toward_zero,
+                                mf::rounding::nearest_away,    mf::rounding::toward_positive,
+                                mf::rounding::toward_negative, mf::rounding::to_odd};
 
   failure_log oracle_disagreement, rounding, roundtrip;
   std::uint64_t compared = 0;
@@ -303,13 +350,17 @@ void compare_grid_with_mpfr() {
     xs.insert(xs.end(), rs.begin(), rs.end());
     for (const mf::rounding mode : modes) {
       for (const S x : xs) {
-        double r_on = 0.0;
+        double r_on = 0.0, r_onto = 0.0;
         if (std::isfinite(x) && x != 0) {
           const double ax = std::fabs(static_cast<double>(x));
-          r_on = oracle.exact(ax, base.mantissa_bits, base.emin(), mode);
-          if (mode != mf::rounding::nearest_away) {
-            const double a = oracle.emulate(ax, base.mantissa_bits, base.emin(),
-                                            mode == mf::rounding::nearest_even ? MPFR_RNDN : MPFR_RNDZ);
+          const mf::rounding m = magnitude_mode(mode, std::signbit(x));
+          r_on = oracle.exact(ax, base.mantissa_bits, base.emin(), m);
+          r_onto = oracle.onto_zero_or_min_normal(ax, base.emin(), m);
+          if (m != mf::rounding::nearest_away && m != mf::rounding::to_odd) {
+            const mpfr_rnd_t rnd = m == mf::rounding::nearest_even ? MPFR_RNDN
+                                   : m == mf::rounding::toward_zero ? MPFR_RNDZ
+                                                                    : MPFR_RNDU;
+            const double a = oracle.emulate(ax, base.mantissa_bits, base.emin(), rnd);
             if (a != r_on) {
               std::ostringstream s;
               s << std::hexfloat << "oracles disagree: " << mf::to_string(base) << " " << mode_name(mode) << " |x|=" << ax
@@ -318,15 +369,16 @@ void compare_grid_with_mpfr() {
             }
           }
         }
-        for (const bool sub : {true, false}) {
+        for (const int sub : {0, 1, 2}) {  // subnormals; none, flushed after rounding; none, onto values
           mf::format f = base;
-          f.subnormals = sub;
+          f.subnormals = sub == 0;
           for (const auto pol : {mf::overflow::saturate, mf::overflow::infinity}) {
             mf::rounding_options o;
             o.mode = mode;
             o.on_overflow = pol;
+            o.flush = sub == 2 ? mf::flush_mode::onto_values : mf::flush_mode::after_rounding;
             const S got = mf::round(x, f, o);
-            const S want = apply_rules(x, f, mode, pol, r_on);
+            const S want = apply_rules(x, f, o, r_on, r_onto);
             ++compared;
             const bool same = std::isnan(want) ? static_cast<bool>(std::isnan(got)) : to_bits(got) == to_bits(want);
             if (!same) rounding.add(describe(x, f, o, got, want));
@@ -334,6 +386,8 @@ void compare_grid_with_mpfr() {
             // encode/decode: decode(encode(x)) is round(x) whenever the result has a code.
             const mf::code_result c = mf::try_encode(x, f, o);
             const bool has_code = f.encoding != mf::specials::all_finite || std::isfinite(got);
+            // Formats without Inf never return one: nan_only signals overflow with NaN.
+            if (f.encoding == mf::specials::nan_only && std::isinf(got)) rounding.add("Inf from nan_only: " + describe(x, f, o, got, want));
             bool ok = c.representable == has_code;
             if (ok && c.representable) {
               ok = f.bit_width() >= 64 || (c.code >> f.bit_width()) == 0;

@@ -45,8 +45,9 @@ mf::format no_subnormals(mf::format f) {
 }
 
 const rounding kDeterministic[] = {rounding::nearest_even, rounding::nearest_away, rounding::toward_zero};
-const rounding kAllModes[] = {rounding::nearest_even, rounding::nearest_away, rounding::toward_zero,
-                              rounding::stochastic};
+const rounding kAllModes[] = {rounding::nearest_even,    rounding::nearest_away,    rounding::toward_zero,
+                              rounding::stochastic,      rounding::toward_positive, rounding::toward_negative,
+                              rounding::to_odd};
 const overflow kPolicies[] = {overflow::saturate, overflow::infinity};
 
 std::vector<mf::format> every_kind_of_format() {
@@ -66,6 +67,7 @@ void expect(double x, const mf::format& f, const mf::rounding_options& o, double
 }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
@@ -118,17 +120,24 @@ TEST_CASE("a tie above the largest finite value carries into overflow: Inf or ma
   expect(std::nextafter(31.0, 0.0), mf::fp_4_3_4, opts(rounding::nearest_away), 30.0);
 }
 
-TEST_CASE("e4m3: 464 ties to 448 (even) under nearest_even; nearest_away and larger values overflow",
+TEST_CASE("e4m3: 464 ties to 448 (even) under nearest_even; nearest_away and larger values overflow to NaN",
           "[semantics][ties][e4m3]") {
+  // e4m3 has no Inf: without saturation an overflow is NaN, as OCP's non-saturating conversion says.
   // 448 = 1.110 * 2^8 has an even mantissa; the code above it (1.111 * 2^8 = 480) is NaN.
   expect(464.0, mf::e4m3, opts(rounding::nearest_even), 448.0);
-  expect(464.0, mf::e4m3, opts(rounding::nearest_away), kInf);
+  expect(464.0, mf::e4m3, opts(rounding::nearest_away), kNaN);
   expect(464.0, mf::e4m3, opts(rounding::nearest_away, overflow::saturate), 448.0);
-  expect(465.0, mf::e4m3, opts(rounding::nearest_even), kInf);
+  expect(465.0, mf::e4m3, opts(rounding::nearest_even), kNaN);
+  expect(-465.0, mf::e4m3, opts(rounding::nearest_even), -kNaN);
+  expect(1000.0, mf::e4m3, opts(rounding::nearest_even), kNaN);  // issue 13: was +Inf, a value e4m3 lacks
+  expect(1000.0, mf::e4m3, opts(rounding::toward_positive), kNaN);
+  expect(1000.0, mf::e4m3, opts(rounding::toward_negative), 448.0);
+  expect(-1000.0, mf::e4m3, opts(rounding::toward_positive), -448.0);
+  expect(1000.0, mf::e4m3, opts(rounding::to_odd), 448.0);
   expect(-465.0, mf::e4m3, opts(rounding::nearest_even, overflow::saturate), -448.0);
   expect(479.0, mf::e4m3, opts(rounding::toward_zero), 448.0);
   CHECK(mf::encode(464.0f, mf::e4m3) == 0x7e);
-  CHECK(mf::encode(465.0f, mf::e4m3) == 0x7f);   // overflow to "Inf", which e4m3 encodes as NaN
+  CHECK(mf::encode(465.0f, mf::e4m3) == 0x7f);   // overflow to NaN
   CHECK(mf::encode(-465.0f, mf::e4m3) == 0xff);
   CHECK(mf::encode(465.0f, mf::e4m3, opts(rounding::nearest_even, overflow::saturate)) == 0x7e);
 }
@@ -145,7 +154,14 @@ TEST_CASE("signed zero is preserved, and results that round to zero keep the inp
         const float tiny = static_cast<float>(f.min_positive() / 1024);
         const float r = mf::round(-tiny, f, o);
         CHECK(std::signbit(r));
-        if (m != rounding::stochastic) CHECK(hex(r) == "-0x0p+0");
+        // Modes that may step away from zero (stochastic; toward_negative and to_odd, which
+        // must, when inexact) give -min_positive or a flushed -0.
+        const bool steps_away = m == rounding::stochastic || m == rounding::toward_negative || m == rounding::to_odd;
+        if (!steps_away) CHECK(hex(r) == "-0x0p+0");
+        else CHECK((hex(r) == "-0x0p+0" || r == -static_cast<float>(f.min_positive())));
+        if (m == rounding::toward_negative || m == rounding::to_odd)
+          // With M = 0 the subnormal step is the smallest normal itself, which is never flushed.
+          CHECK(hex(r) == hex(f.subnormals || f.mantissa_bits == 0 ? -f.min_subnormal() : -0.0));
         CHECK(hex(mf::round(tiny, f, opts(rounding::toward_zero, p))) == "0x0p+0");
       }
   CHECK(mf::encode(-0.0f, mf::binary16) == 0x8000);
@@ -191,15 +207,16 @@ TEST_CASE("NaN in gives NaN out in every mode, policy, encoding and source type 
   CHECK((h & 0x8000) != 0);
 }
 
-TEST_CASE("Inf in gives Inf under overflow::infinity and max under overflow::saturate, in every mode",
+TEST_CASE("Inf in gives Inf (NaN for nan_only) under overflow::infinity and max under overflow::saturate, in every mode",
           "[semantics][inf]") {
   for (const auto& f : every_kind_of_format())
     for (rounding m : kAllModes) {
       INFO(mf::to_string(f) << " mode " << static_cast<int>(m));
       const double max = f.max_finite();
       for (double s : {1.0, -1.0}) {
-        CHECK(hex(mf::round(static_cast<float>(s * kInf), f, opts(m, overflow::infinity))) == hex(s * kInf));
-        CHECK(hex(mf::round(s * kInf, f, opts(m, overflow::infinity))) == hex(s * kInf));
+        const double want = std::copysign(f.encoding == mf::specials::nan_only ? kNaN : kInf, s);
+        CHECK(hex(mf::round(static_cast<float>(s * kInf), f, opts(m, overflow::infinity))) == hex(want));
+        CHECK(hex(mf::round(s * kInf, f, opts(m, overflow::infinity))) == hex(want));
         CHECK(hex(mf::round(static_cast<float>(s * kInf), f, opts(m, overflow::saturate))) == hex(s * max));
         CHECK(hex(mf::round(s * kInf, f, opts(m, overflow::saturate))) == hex(s * max));
         mf::rounding_stats st;
@@ -255,8 +272,9 @@ TEST_CASE("toward_zero never overflows to Inf for a finite input, even under ove
       }
     CHECK(hex(mf::round(DBL_MAX, f, o)) == hex(max));
     CHECK(hex(mf::round(-DBL_MAX, f, o)) == hex(-max));
-    // Inf itself is not finite: it stays Inf under this policy.
-    CHECK(std::isinf(mf::round(std::numeric_limits<float>::infinity(), f, o)));
+    // Inf itself is not finite: it stays Inf under this policy (NaN in a format without Inf).
+    const float r = mf::round(std::numeric_limits<float>::infinity(), f, o);
+    CHECK((f.encoding == mf::specials::nan_only ? std::isnan(r) : std::isinf(r)));
   }
 }
 

@@ -182,7 +182,10 @@ void exact_counts_near_max() {
       // Between max and the next value the format would have: up overflows.
       if (make_between<S>(max, q, c, b, false, neg, bt)) {
         const S sign = neg ? S(-1) : S(1);
-        bt.up_result = sign * std::numeric_limits<S>::infinity();
+        // Overflow under overflow::infinity: Inf, or NaN in a format without Inf (e4m3).
+        bt.up_result = std::copysign(f.encoding == mf::specials::nan_only ? std::numeric_limits<S>::quiet_NaN()
+                                                                          : std::numeric_limits<S>::infinity(),
+                                     sign);
         require_exact_count(f, bt, 12, mf::overflow::infinity, rng);
         bt.up_result = bt.down_result;  // saturate: both outcomes are ±max
         require_exact_count(f, bt, 12, mf::overflow::saturate, rng);

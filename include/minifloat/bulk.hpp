@@ -5,6 +5,9 @@
 // rounded by any number of threads: give each chunk its own subspan and options.index = the
 // chunk's offset, and the result is bit-identical to one call over the whole span.
 // In-place rounding is allowed (in and out may be the same span).
+// Every function also takes any contiguous range (std::vector, std::array, C arrays, spans of
+// const or mutable elements), and arrays of fp<> values stand for their codes: quantize(floats,
+// fp_values) rounds into them, decode(fp_values, floats) reads them back.
 #pragma once
 
 #include <bit>
@@ -13,10 +16,12 @@
 #include <span>
 #include <stdexcept>
 #include <algorithm>
+#include <ranges>
 #include <type_traits>
 
 #include "detail/simd.hpp"
 #include "encode.hpp"
+#include "fp.hpp"
 #include "round.hpp"
 #include "stats.hpp"
 
@@ -120,8 +125,13 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
   return result;
 }
 
+// The SIMD kernels below are host code. In a CUDA translation unit nvcc's device pass
+// (__CUDA_ARCH__) still instantiates host templates that host functions use, and its compiler
+// aborts on GCC vector code there, so that pass sees these three kernels with empty bodies; the
+// host pass, which is what runs, compiles them in full.
 template <rounding Mode, bool Count, std::floating_point S>
 [[gnu::flatten]] void quantize_lanes(const S* in, S* out, std::size_t n, const rounder<S>& r, rounding_stats* st) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see the note above quantize_lanes)
   using bits = typename source_layout<S>::bits;
   using V = simd_t<bits>;
   constexpr std::size_t lanes = simd_lanes<bits>;
@@ -144,6 +154,9 @@ template <rounding Mode, bool Count, std::floating_point S>
     store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid), m);
   }
   if constexpr (Count) counts.flush(*st, n);
+#else
+  (void)in, (void)out, (void)n, (void)r, (void)st;
+#endif
 }
 
 /// Codes of one register's lanes, narrowed or widened to C and stored (count lanes).
@@ -158,6 +171,7 @@ inline void store_codes(C* out, V codes, std::size_t count) {
 /// Rounds and encodes; returns the index of the first value without a code, or in.size().
 template <rounding Mode, std::floating_point S, std::unsigned_integral C>
 [[gnu::flatten]] std::size_t encode_lanes(std::span<const S> in, std::span<C> out, const rounder<S>& r) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see the note above quantize_lanes)
   using src = source_layout<S>;
   using bits = typename src::bits;
   using V = simd_t<bits>;
@@ -191,10 +205,15 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
   if (i < n)
     if (const std::size_t k = step(i, n - i); k < n - i) return i + k;
   return n;
+#else
+  (void)in, (void)out, (void)r;
+  return 0;
+#endif
 }
 
 template <std::floating_point S, std::unsigned_integral C>
 [[gnu::flatten]] void decode_lanes(std::span<const C> in, std::span<S> out, const codec_plan<S>& c) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see the note above quantize_lanes)
   using bits = typename source_layout<S>::bits;
   using V = simd_t<bits>;
   constexpr std::size_t lanes = simd_lanes<bits>;
@@ -208,6 +227,9 @@ template <std::floating_point S, std::unsigned_integral C>
   std::size_t i = 0;
   for (; i + lanes <= in.size(); i += lanes) step(i, lanes);
   if (i < in.size()) step(i, in.size() - i);
+#else
+  (void)in, (void)out, (void)c;
+#endif
 }
 
 template <bool Count, std::floating_point S>
@@ -225,6 +247,9 @@ void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r,
       case rounding::nearest_away: quantize_lanes<rounding::nearest_away, Count>(src, dst, n, at, st); break;
       case rounding::toward_zero: quantize_lanes<rounding::toward_zero, Count>(src, dst, n, at, st); break;
       case rounding::stochastic: quantize_lanes<rounding::stochastic, Count>(src, dst, n, at, st); break;
+      case rounding::toward_positive: quantize_lanes<rounding::toward_positive, Count>(src, dst, n, at, st); break;
+      case rounding::toward_negative: quantize_lanes<rounding::toward_negative, Count>(src, dst, n, at, st); break;
+      case rounding::to_odd: quantize_lanes<rounding::to_odd, Count>(src, dst, n, at, st); break;
     }
   }
 }
@@ -271,6 +296,9 @@ std::size_t try_encode(std::span<const S> in, std::span<C> out, const rounder<S>
     case rounding::nearest_away: return detail::encode_lanes<rounding::nearest_away>(in, out, r);
     case rounding::toward_zero: return detail::encode_lanes<rounding::toward_zero>(in, out, r);
     case rounding::stochastic: return detail::encode_lanes<rounding::stochastic>(in, out, r);
+    case rounding::toward_positive: return detail::encode_lanes<rounding::toward_positive>(in, out, r);
+    case rounding::toward_negative: return detail::encode_lanes<rounding::toward_negative>(in, out, r);
+    case rounding::to_odd: return detail::encode_lanes<rounding::to_odd>(in, out, r);
   }
   return 0;
 }
@@ -294,6 +322,140 @@ void decode(std::span<const C> in, std::span<S> out, const format& f) {
   detail::check_same_size(in.size(), out.size());
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
   detail::decode_lanes(in, out, detail::make_codec_plan<S>(f));
+}
+
+// --- any contiguous range ---------------------------------------------------------------------
+
+namespace detail {
+template <class T>
+inline constexpr bool is_fp_type = false;
+template <format F>
+inline constexpr bool is_fp_type<basic_fp<F>> = true;
+
+/// A contiguous, sized range of elements of type satisfying Element (const or not).
+template <class R>
+concept contiguous_sized = std::ranges::contiguous_range<R> && std::ranges::sized_range<R>;
+template <class R>
+using element_t = std::remove_cv_t<std::ranges::range_value_t<R>>;
+template <class R>
+concept float_range = contiguous_sized<R> && std::floating_point<element_t<R>>;
+template <class R>
+concept mutable_range = contiguous_sized<R> &&
+                        !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+template <class R>
+concept fp_range = contiguous_sized<R> && is_fp_type<element_t<R>>;
+template <class R>
+concept code_range = contiguous_sized<R> && std::unsigned_integral<element_t<R>>;
+
+template <class R>
+auto const_span(const R& r) {
+  return std::span<const element_t<R>>(std::ranges::data(r), std::ranges::size(r));
+}
+template <class R>
+auto mutable_span(R& r) {
+  return std::span<element_t<R>>(std::ranges::data(r), std::ranges::size(r));
+}
+/// Codes of an fp<> array pass through a small buffer: fp<> objects are copied as bytes
+/// (trivially copyable, the size of their code) rather than aliased as integers.
+inline constexpr std::size_t fp_chunk = 1024;
+}  // namespace detail
+
+/// In place, any mutable contiguous range of float or double.
+template <class R>
+  requires(detail::float_range<R> && detail::mutable_range<R>)
+void quantize(R&& values, const format& f, const rounding_options& o = {}) {
+  auto v = detail::mutable_span(values);
+  quantize(std::span<const detail::element_t<R>>(v), v, f, o);
+}
+template <class R>
+  requires(detail::float_range<R> && detail::mutable_range<R>)
+void quantize(R&& values, const format& f, const rounding_options& o, rounding_stats& st) {
+  auto v = detail::mutable_span(values);
+  quantize(std::span<const detail::element_t<R>>(v), v, f, o, st);
+}
+/// Out of place, any contiguous ranges of the same floating type.
+template <detail::float_range In, class Out>
+  requires(detail::float_range<Out> && detail::mutable_range<Out>)
+void quantize(const In& in, Out&& out, const format& f, const rounding_options& o = {}) {
+  quantize(detail::const_span(in), detail::mutable_span(out), f, o);
+}
+template <detail::float_range In, class Out>
+  requires(detail::float_range<Out> && detail::mutable_range<Out>)
+void quantize(const In& in, Out&& out, const format& f, const rounding_options& o, rounding_stats& st) {
+  quantize(detail::const_span(in), detail::mutable_span(out), f, o, st);
+}
+/// A sequential_rounder takes as many indices as there are values (see round.hpp).
+template <std::floating_point S>
+void quantize(std::span<const S> in, std::span<S> out, sequential_rounder<S>& r) {
+  detail::check_same_size(in.size(), out.size());
+  quantize(in, out, r.take(in.size()));
+}
+template <class R>
+  requires(detail::float_range<R> && detail::mutable_range<R>)
+void quantize(R&& values, sequential_rounder<detail::element_t<R>>& r) {
+  auto v = detail::mutable_span(values);
+  quantize(std::span<const detail::element_t<R>>(v), v, r);
+}
+
+/// Floats rounded into an array of fp<> values (the format and the implicit overflow rule of
+/// the element type unless `o` says otherwise). Throws std::domain_error at the first value
+/// without a code (NaN into an all_finite type); the values before it are written.
+template <detail::float_range In, class Out>
+  requires(detail::fp_range<Out> && detail::mutable_range<Out>)
+void quantize(const In& in, Out&& out, const rounding_options& o) {
+  using T = detail::element_t<Out>;
+  using S = detail::element_t<In>;
+  using C = typename T::storage_type;
+  static_assert(sizeof(T) == sizeof(C) && std::is_trivially_copyable_v<T>);
+  detail::check_same_size(std::ranges::size(in), std::ranges::size(out));
+  const auto src = detail::const_span(in);
+  T* dst = std::ranges::data(out);
+  const rounder<S> r(T::fmt, o);
+  C codes[detail::fp_chunk];
+  for (std::size_t start = 0; start < src.size(); start += detail::fp_chunk) {
+    const std::size_t n = std::min(detail::fp_chunk, src.size() - start);
+    const std::size_t done = try_encode(src.subspan(start, n), std::span<C>(codes, n), r.advanced(start));
+    std::memcpy(static_cast<void*>(dst + start), codes, done * sizeof(C));
+    if (done < n)
+      throw std::domain_error("minifloat::quantize: element " + std::to_string(start + done) + " has no code in " +
+                              to_string(T::fmt));
+  }
+}
+template <detail::float_range In, class Out>
+  requires(detail::fp_range<Out> && detail::mutable_range<Out>)
+void quantize(const In& in, Out&& out) {
+  using T = detail::element_t<Out>;
+  quantize(in, out,
+           rounding_options{rounding::nearest_even,
+                            T::fmt.encoding == specials::all_finite ? overflow::saturate : overflow::infinity});
+}
+/// The values of an array of fp<> values, exactly, in float or double.
+template <detail::fp_range In, class Out>
+  requires(detail::float_range<Out> && detail::mutable_range<Out>)
+void decode(const In& in, Out&& out) {
+  using T = detail::element_t<In>;
+  using C = typename T::storage_type;
+  detail::check_same_size(std::ranges::size(in), std::ranges::size(out));
+  const T* src = std::ranges::data(in);
+  const auto dst = detail::mutable_span(out);
+  C codes[detail::fp_chunk];
+  for (std::size_t start = 0; start < dst.size(); start += detail::fp_chunk) {
+    const std::size_t n = std::min(detail::fp_chunk, dst.size() - start);
+    std::memcpy(codes, static_cast<const void*>(src + start), n * sizeof(C));
+    decode(std::span<const C>(codes, n), dst.subspan(start, n), T::fmt);
+  }
+}
+
+/// encode / decode of codes with any contiguous ranges.
+template <detail::float_range In, class Out>
+  requires(detail::code_range<Out> && detail::mutable_range<Out>)
+void encode(const In& in, Out&& codes, const format& f, const rounding_options& o = {}) {
+  encode(detail::const_span(in), detail::mutable_span(codes), f, o);
+}
+template <detail::code_range In, class Out>
+  requires(detail::float_range<Out> && detail::mutable_range<Out>)
+void decode(const In& codes, Out&& out, const format& f) {
+  decode(detail::const_span(codes), detail::mutable_span(out), f);
 }
 
 }  // namespace minifloat

@@ -86,7 +86,7 @@ MINIFLOAT_HD constexpr codec_plan<S> make_codec_plan(const format& f) {
 /// Codes of already-rounded values `rb` (source bits of values of the format, or Inf/NaN), for a
 /// scalar or a SIMD register. NaN and Inf get the NaN/Inf code (callers check representability).
 template <std::floating_point S, class L>
-MINIFLOAT_HD constexpr L code_lanes(const codec_plan<S>& c, L rb) {
+constexpr L code_lanes(const codec_plan<S>& c, L rb) {
   using src = source_layout<S>;
   using bits = typename src::bits;
   constexpr int P = src::mantissa_bits;
@@ -108,7 +108,7 @@ MINIFLOAT_HD constexpr L code_lanes(const codec_plan<S>& c, L rb) {
 /// Source bits of the values codes stand for, for a scalar or a SIMD register; `float_bits`
 /// converts an integer lane to the bits of S (exact: the mantissas converted fit S).
 template <std::floating_point S, class L, class ToFloatBits>
-MINIFLOAT_HD constexpr L value_lanes(const codec_plan<S>& c, L code, ToFloatBits float_bits) {
+constexpr L value_lanes(const codec_plan<S>& c, L code, ToFloatBits float_bits) {
   using src = source_layout<S>;
   const L zero{};
   const L magnitude = code & c.code_mask;
@@ -155,20 +155,30 @@ constexpr code_result try_encode(S x, const format& f, const rounding_options& o
   return detail::code_of_rounded<S>(f, std::bit_cast<typename source_layout<S>::bits>(r(x)));
 }
 
-/// The code of x rounded to f; throws std::domain_error when the result has no code.
+/// The code of x rounded to f; throws std::domain_error when the result has no code (device
+/// code: traps).
 template <std::floating_point S>
-std::uint64_t encode(S x, const format& f, const rounding_options& o = {}) {
+MINIFLOAT_HD std::uint64_t encode(S x, const format& f, const rounding_options& o = {}) {
   const code_result c = try_encode(x, f, o);
-  if (!c.representable)
+  if (!c.representable) {
+#if defined(__CUDA_ARCH__)
+    __trap();
+#else
     throw std::domain_error("minifloat::encode: " + to_string(f) + " has no code for " +
                             (x != x ? std::string("NaN") : std::string("an infinite result")));
+#endif
+  }
   return c.code;
 }
 
 /// The value of a code, in S (float by default). Bits above the format's width are ignored.
 template <std::floating_point S = float>
-S decode(std::uint64_t code, const format& f) {
+MINIFLOAT_HD S decode(std::uint64_t code, const format& f) {
+#if defined(__CUDA_ARCH__)
+  if (!fits_source<S>(f)) __trap();
+#else
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
+#endif
   return std::bit_cast<S>(detail::bits_of_code<S>(f, code));
 }
 

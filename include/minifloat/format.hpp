@@ -1,16 +1,20 @@
 // minifloat/format.hpp — what a low-precision floating-point format is.
 //
-// A format is fp(E, M, bias) with a sign bit, E exponent bits, M mantissa bits, an integer
-// exponent bias, subnormals on or off, and one of three encodings of the special values.
-// The paper formats fp(e, m, b) with an "additional bias" b follow
+// A format is a sign bit, E exponent bits, M mantissa bits, an integer exponent bias,
+// subnormals on or off, and one of three encodings of the special values.
+// The papers' fp(e, m, b) with an "additional bias" b follow
 // shared/reference-semantics.md §1 (precision-assignment paper, §3 and its reference code):
-// bias = 2^(e-1) - 1 + b and no code is reserved for Inf or NaN.
+// bias = 2^(e-1) - 1 + b and no code is reserved for Inf or NaN. That notation has its own
+// spelling everywhere — paper_format(e, m, b), paper_fp<e, m, b>, "paper_fp(e,m,b)" — so that
+// it cannot be mistaken for fp<E, M, Bias> (whole bias, IEEE specials).
 // docs/formats.md states every rule with worked examples.
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "config.hpp"
 
@@ -79,7 +83,9 @@ struct format {
       return "mantissa_bits = 0 leaves an ieee encoding no NaN code";
     if (encoding == specials::nan_only && mantissa_bits < 1)
       return "mantissa_bits = 0 leaves a nan_only encoding no finite value in its top binade";
-    if (emax() > 1023 || emin() < -1022)
+    // In 64 bits: a hostile bias (INT_MIN, INT_MAX) must not overflow emin/emax.
+    const long long bias = exponent_bias;
+    if (static_cast<long long>(max_exponent_field()) - bias > 1023 || 1 - bias < -1022)
       return "exponent_bias = " + std::to_string(exponent_bias) +
              " puts the range outside what double can hold";
     return {};
@@ -121,14 +127,33 @@ inline constexpr format fp_6_9_0 = paper_format(6, 9, 0);  ///< 16-bit "high" of
 inline constexpr format fp_4_3_4 = paper_format(4, 3, 4);  ///< 8-bit forward "low" (HFP8 1-4-3, bias 11)
 inline constexpr format fp_5_2_0 = paper_format(5, 2, 0);  ///< 8-bit backward "low"
 
-/// "fp(E,M,bias)" plus the encoding and subnormal flags when they differ from the defaults.
-inline std::string to_string(const format& f) {
-  std::string s = "fp(" + std::to_string(f.exponent_bits) + "," + std::to_string(f.mantissa_bits) +
-                  ",bias=" + std::to_string(f.exponent_bias) + ")";
-  if (f.encoding == specials::nan_only) s += ",nan_only";
-  if (f.encoding == specials::all_finite) s += ",all_finite";
-  if (!f.subnormals) s += ",no_subnormals";
-  return s;
+/// The name of an encoding as format names spell it.
+inline const char* to_string(specials e) {
+  switch (e) {
+    case specials::ieee: return "ieee";
+    case specials::nan_only: return "nan_only";
+    case specials::all_finite: return "all_finite";
+  }
+  return "?";
 }
+
+/// A name parse_format (format_name.hpp) reads back to the same format: the named formats by
+/// name (binary32, binary16, bfloat16, e4m3, e5m2), every all_finite format with subnormals in
+/// the papers' notation "paper_fp(e,m,b)", anything else as "ENCODING(E,M,bias=B)" with
+/// ",no_subnormals" inside the parentheses when subnormals are off.
+inline std::string to_string(const format& f) {
+  const std::pair<const char*, format> named[] = {
+      {"binary32", binary32}, {"binary16", binary16}, {"bfloat16", bfloat16}, {"e4m3", e4m3}, {"e5m2", e5m2}};
+  for (const auto& [name, g] : named)
+    if (f == g) return name;
+  const std::string e = std::to_string(f.exponent_bits), m = std::to_string(f.mantissa_bits);
+  if (f.encoding == specials::all_finite && f.subnormals && f.exponent_bits >= 1 && f.exponent_bits <= 30)
+    return "paper_fp(" + e + "," + m + "," +
+           std::to_string(static_cast<long long>(f.exponent_bias) - default_bias(f.exponent_bits)) + ")";
+  return std::string(to_string(f.encoding)) + "(" + e + "," + m + ",bias=" + std::to_string(f.exponent_bias) +
+         (f.subnormals ? "" : ",no_subnormals") + ")";
+}
+
+inline std::ostream& operator<<(std::ostream& os, const format& f) { return os << to_string(f); }
 
 }  // namespace minifloat

@@ -1,11 +1,15 @@
 // minifloat/fp.hpp — a compile-time format as a number type: `fp<E, M, Bias, Subnormals, Encoding>`.
 //
 // A value is stored as its code in the smallest unsigned integer that holds 1 + E + M bits.
-// Conversions go through the one rounding core (round.hpp) with a plan computed at compile time.
+// Conversions go through the one rounding core (round.hpp) with a plan computed at compile time,
+// from the source's own type: a double is rounded from double, never through float, and a 64-bit
+// integer is first made a double by rounding to odd (a sticky bit), which keeps the one rounding
+// exact for every format with M <= 50 (Boldo & Melquiond 2008).
 // Arithmetic and comparisons are computed in `compute_type` and rounded once to the format
 // (nearest-even). compute_type is float when float holds every product, quotient, sum and
 // square root of two values exactly enough that rounding twice equals rounding once (p_compute
 // >= 2p + 2 and no over/underflow in float; Figueroa 1995), else double — see docs/formats.md.
+// <cmath>-style functions, classification and std::formatter are in fp_math.hpp (included below).
 // Usable in CUDA device code (compile with --expt-relaxed-constexpr). Precision-assignment paper
 // §3 (formats fp(e,m,b)); OCP FP8 for e4m3/e5m2.
 #pragma once
@@ -15,6 +19,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <istream>
 #include <limits>
 #include <ostream>
 #include <stdexcept>
@@ -45,6 +50,34 @@ MINIFLOAT_HD constexpr bool float_computes_exactly(const format& f) {
 [[noreturn]] inline void no_code_for(const format& f) {
   throw std::domain_error("minifloat::basic_fp: " + to_string(f) + " has no code for this value (NaN, or Inf without saturation)");
 }
+[[noreturn]] inline void no_integer_for(const format& f) {
+  throw std::domain_error("minifloat::basic_fp: a value of " + to_string(f) +
+                          " is NaN, infinite or outside the integer type's range");
+}
+
+/// An integer of up to 64 bits as a double, rounded to odd: exact below 2^53; above, the bits
+/// beyond 53 collapse into a sticky last bit, so a later rounding to at most 51 bits is the one
+/// correct rounding of the integer.
+template <std::integral I>
+MINIFLOAT_HD constexpr double integer_to_double_odd(I x) {
+  static_assert(sizeof(I) <= 8, "minifloat::basic_fp converts integers of up to 64 bits");
+  if constexpr (sizeof(I) <= 4) {
+    return static_cast<double>(x);  // exact
+  } else {
+    const bool negative = x < 0;
+    const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+    double d;
+    if (magnitude < (std::uint64_t{1} << 53)) {
+      d = static_cast<double>(magnitude);
+    } else {
+      const int drop = 11 - std::countl_zero(magnitude);  // 1..11 bits beyond 53
+      std::uint64_t kept = magnitude >> drop;
+      if ((magnitude & ((std::uint64_t{1} << drop) - 1)) != 0) kept |= 1;
+      d = static_cast<double>(kept) * format::exp2i(drop);  // exact: kept < 2^53
+    }
+    return negative ? -d : d;
+  }
+}
 }  // namespace detail
 
 template <format F>
@@ -63,7 +96,8 @@ class basic_fp {
   static constexpr format fmt = F;
   using storage_type = detail::smallest_unsigned<F.bit_width()>;
   using compute_type = std::conditional_t<detail::float_computes_exactly(F), float, double>;
-  /// The source type conversions round from: float when every value of F is a float.
+  /// float when every value of F is a float (then value() of a float-computing type is exact as
+  /// a float); conversions from double round from double regardless.
   using round_type = std::conditional_t<fits_source<float>(F), float, double>;
 
   constexpr basic_fp() = default;
@@ -71,8 +105,18 @@ class basic_fp {
   /// (OCP E4M3), ±max for all_finite; NaN into all_finite throws std::domain_error.
   MINIFLOAT_HD constexpr basic_fp(float x) : code_(convert(x, implicit_options())) {}
   MINIFLOAT_HD constexpr basic_fp(double x) : code_(convert(x, implicit_options())) {}
+  /// Integers round once (exactly for M <= 50, see integer_to_double_odd).
   template <std::integral I>
-  MINIFLOAT_HD constexpr basic_fp(I x) : basic_fp(static_cast<double>(x)) {}
+  MINIFLOAT_HD constexpr basic_fp(I x) : code_(convert(detail::integer_to_double_odd(x), implicit_options())) {}
+  template <std::integral I>
+  MINIFLOAT_HD constexpr basic_fp(I x, const rounding_options& o) : code_(convert(detail::integer_to_double_odd(x), o)) {}
+  /// Another format's value, rounded once (every format's values are doubles).
+  template <format G>
+    requires(G != F)
+  MINIFLOAT_HD constexpr explicit basic_fp(basic_fp<G> x) : code_(convert(static_cast<double>(x.value()), implicit_options())) {}
+  template <format G>
+    requires(G != F)
+  MINIFLOAT_HD constexpr basic_fp(basic_fp<G> x, const rounding_options& o) : code_(convert(static_cast<double>(x.value()), o)) {}
   /// Rounds with any mode and overflow policy (options.index selects the stochastic draw).
   template <std::floating_point S>
   MINIFLOAT_HD constexpr basic_fp(S x, const rounding_options& o) : code_(convert(x, o)) {}
@@ -92,6 +136,26 @@ class basic_fp {
   }
   MINIFLOAT_HD constexpr explicit operator float() const { return static_cast<float>(value()); }
   MINIFLOAT_HD constexpr explicit operator double() const { return static_cast<double>(value()); }
+  /// Truncates toward zero, as C++ does for float; NaN, Inf and values outside I's range throw
+  /// std::domain_error (trap on a CUDA device) instead of being undefined behaviour.
+  template <std::integral I>
+  MINIFLOAT_HD constexpr explicit operator I() const {
+    const double v = static_cast<double>(value());
+    if constexpr (std::is_same_v<I, bool>) {
+      return v != 0;
+    } else {
+      const double lo = static_cast<double>(std::numeric_limits<I>::min());  // 0 or -2^k: exact
+      const double hi = 2.0 * static_cast<double>(std::numeric_limits<I>::max() / 2 + 1);  // 2^k: exact
+      if (!((v >= lo || v > lo - 1.0) && v < hi)) {
+#if defined(__CUDA_ARCH__)
+        __trap();
+#else
+        detail::no_integer_for(F);
+#endif
+      }
+      return static_cast<I>(v);
+    }
+  }
 
   MINIFLOAT_HD friend constexpr basic_fp operator+(basic_fp a, basic_fp b) { return basic_fp(a.value() + b.value()); }
   MINIFLOAT_HD friend constexpr basic_fp operator-(basic_fp a, basic_fp b) { return basic_fp(a.value() - b.value()); }
@@ -105,6 +169,19 @@ class basic_fp {
   MINIFLOAT_HD constexpr basic_fp& operator-=(basic_fp b) { return *this = *this - b; }
   MINIFLOAT_HD constexpr basic_fp& operator*=(basic_fp b) { return *this = *this * b; }
   MINIFLOAT_HD constexpr basic_fp& operator/=(basic_fp b) { return *this = *this / b; }
+  /// x + 1 and x - 1, rounded once (computed in double).
+  MINIFLOAT_HD constexpr basic_fp& operator++() { return *this = basic_fp(static_cast<double>(value()) + 1.0); }
+  MINIFLOAT_HD constexpr basic_fp& operator--() { return *this = basic_fp(static_cast<double>(value()) - 1.0); }
+  MINIFLOAT_HD constexpr basic_fp operator++(int) {
+    const basic_fp old = *this;
+    ++*this;
+    return old;
+  }
+  MINIFLOAT_HD constexpr basic_fp operator--(int) {
+    const basic_fp old = *this;
+    --*this;
+    return old;
+  }
 
   /// IEEE comparisons: -0 == +0, NaN unordered.
   MINIFLOAT_HD friend constexpr bool operator==(basic_fp a, basic_fp b) { return a.value() == b.value(); }
@@ -113,6 +190,16 @@ class basic_fp {
   }
 
   friend std::ostream& operator<<(std::ostream& os, basic_fp x) { return os << x.value(); }
+  /// Reads a decimal number and rounds it once (from double); NaN into a format without NaN
+  /// sets failbit and leaves x unchanged.
+  friend std::istream& operator>>(std::istream& is, basic_fp& x) {
+    double d = 0;
+    if (is >> d) {
+      if (d != d && !F.has_nan()) is.setstate(std::ios_base::failbit);
+      else x = basic_fp(d);
+    }
+    return is;
+  }
 
  private:
   static constexpr storage_type code_mask =
@@ -125,10 +212,12 @@ class basic_fp {
 
   template <std::floating_point S>
   MINIFLOAT_HD static constexpr storage_type convert(S x, const rounding_options& o, rounding_stats* st = nullptr) {
-    using R = round_type;
+    // Round from the source's own type (a double never passes through float); a float is widened
+    // exactly when F does not fit float.
+    using R = std::conditional_t<sizeof(S) == 8 || !fits_source<float>(F), double, float>;
     using bits = typename source_layout<R>::bits;
     const auto plan = detail::plan_unchecked<R>(F, o);
-    const bits u = std::bit_cast<bits>(static_cast<R>(x));  // exact when S is wider: F fits R
+    const bits u = std::bit_cast<bits>(static_cast<R>(x));  // exact: R is S, or wider
     const bits rounded = detail::round_one(plan, u, counter_rng{o.seed}, o.index);
     if (st != nullptr) detail::count(plan, u, rounded, *st);
     const code_result c = detail::code_of_rounded<R>(F, rounded);
@@ -145,9 +234,16 @@ class basic_fp {
   storage_type code_ = 0;
 };
 
-/// fp<E, M> is IEEE-style with bias 2^(E-1)-1; every parameter can be set.
+/// fp<E, M> is IEEE-style with bias 2^(E-1)-1; every parameter can be set. The third argument
+/// is the whole exponent bias: fp<4, 3, 4> has bias 4 and IEEE Inf/NaN (max 1920).
 template <int E, int M, int Bias = default_bias(E), bool Subnormals = true, specials Encoding = specials::ieee>
 using fp = basic_fp<format{E, M, Bias, Subnormals, Encoding}>;
+
+/// The papers' fp(e, m, b): bias 2^(e-1) - 1 + b (b is the *additional* bias), subnormals on,
+/// every code finite — paper_format(e, m, b) at run time, "paper_fp(e,m,b)" in names.
+/// paper_fp<4, 3, 4> has bias 11 and max 30.
+template <int E, int M, int AdditionalBias>
+using paper_fp = basic_fp<paper_format(E, M, AdditionalBias)>;
 
 using binary16_t = basic_fp<binary16>;
 using bfloat16_t = basic_fp<bfloat16>;
@@ -205,7 +301,27 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
   static constexpr T min() noexcept { return T::from_bits(code(1, 0)); }
   static constexpr T max() noexcept { return T::from_bits(code(static_cast<std::uint64_t>(F.max_exponent_field()), F.max_mantissa_field())); }
   static constexpr T lowest() noexcept { return -max(); }
-  static constexpr T epsilon() noexcept { return T(F.epsilon()); }
+  /// The distance from 1 to the next larger value of the format, rounded to the format; where
+  /// every finite value is below 1, the spacing of the top binade (there is no value above 1).
+  static constexpr T epsilon() noexcept {
+    const double max = F.max_finite();
+    if (max <= 1.0) return T(minifloat::format::exp2i(F.emax() - F.mantissa_bits));
+    // The spacing at 1: of 1's binade when 1 is normal, else the subnormal spacing (or, without
+    // subnormals below 1, the first value above 1 is the smallest normal).
+    double next_above_one;
+    if (F.emin() <= 0) next_above_one = 1.0 + minifloat::format::exp2i(-F.mantissa_bits);
+    else if (F.subnormals) {
+      const double step = minifloat::format::exp2i(F.emin() - F.mantissa_bits);  // 1 is a multiple, or below it
+      next_above_one = step <= 1.0 ? 1.0 + step : step;
+    } else {
+      next_above_one = F.min_normal();
+    }
+    if (next_above_one > max) next_above_one = max;  // 1 lies in the top binade's last step
+    // Onto the format's values: without subnormals a distance below min normal is not flushed.
+    minifloat::rounding_options o{minifloat::rounding::nearest_even, minifloat::overflow::saturate};
+    o.flush = minifloat::flush_mode::onto_values;
+    return T(next_above_one - 1.0, o);
+  }
   static constexpr T round_error() noexcept { return T(0.5); }
   static constexpr T infinity() noexcept { return has_infinity ? T::from_bits(code(top_exponent, 0)) : T(); }
   static constexpr T quiet_NaN() noexcept {
@@ -214,3 +330,5 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
   static constexpr T signaling_NaN() noexcept { return quiet_NaN(); }
   static constexpr T denorm_min() noexcept { return F.subnormals ? T::from_bits(code(0, 1)) : min(); }
 };
+
+#include "fp_math.hpp"  // the <cmath> overloads and std::formatter belong with the type

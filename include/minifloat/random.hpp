@@ -25,7 +25,7 @@ MINIFLOAT_HD constexpr std::uint64_t mix64(std::uint64_t x) {
 }
 /// 32-bit finaliser; L is std::uint32_t or a vector of them.
 template <class L>
-MINIFLOAT_HD constexpr L mix32(L x) {
+constexpr L mix32(L x) {
   x ^= x >> 16;
   x *= 0x85ebca6bU;
   x ^= x >> 13;
@@ -47,7 +47,7 @@ struct counter_rng {
   }
   /// The draw for low index words `low` (a scalar or a vector of them) under a block key.
   template <class L>
-  MINIFLOAT_HD static constexpr L bits32_keyed(L low, std::uint64_t block_key) {
+  static constexpr L bits32_keyed(L low, std::uint64_t block_key) {
     L x = low * detail::golden32 + static_cast<std::uint32_t>(block_key);
     x = detail::mix32(x ^ static_cast<std::uint32_t>(block_key >> 32));
     return detail::mix32(x + static_cast<std::uint32_t>(block_key >> 17));

@@ -5,13 +5,21 @@
 // Semantics (docs/formats.md states them with examples):
 //  - nearest_even (default), nearest_away (QPyTorch's and the precision-assignment paper's
 //    "nearest"), toward_zero (truncation), stochastic: round away from zero with probability
-//    (|x| - down) / (up - down) (the corrected form of mixed-precision-training.md Appendix A);
+//    (|x| - down) / (up - down) (the corrected form of mixed-precision-training.md Appendix A),
+//    toward_positive / toward_negative (IEEE 754 roundTowardPositive / Negative), and to_odd
+//    (truncate, then set the last kept bit when anything was dropped: rounding to odd at
+//    p + 2 bits and then to p bits equals one rounding, Boldo & Melquiond 2008);
 //  - subnormals per format; with subnormals off a result below the smallest normal is flushed
-//    to a zero of the input's sign;
-//  - a finite result beyond the largest finite value becomes ±max (overflow::saturate) or ±Inf
-//    (overflow::infinity), except toward_zero, which never leaves the finite range (IEEE 754);
-//  - ±Inf input gives ±Inf or ±max per policy; NaN input gives NaN (sign and payload kept,
-//    quiet bit set); signed zero is kept.
+//    to a zero of the input's sign after rounding (flush_mode::after_rounding, the default), or
+//    the input is rounded onto the format's actual values ±0, ±min normal
+//    (flush_mode::onto_values);
+//  - a finite result beyond the largest finite value becomes ±max (overflow::saturate) or, under
+//    overflow::infinity, ±Inf for ieee and all_finite formats (all_finite: an emulation-level
+//    signal for loss scaling) and NaN for nan_only formats (OCP E4M3 has no Inf). toward_zero and
+//    to_odd never leave the finite range, and the directed modes do not in the direction they
+//    round away from (IEEE 754);
+//  - ±Inf input gives ±Inf (NaN for nan_only) or ±max per policy; NaN input gives NaN (sign and
+//    payload kept, quiet bit set); signed zero is kept.
 // The result is returned in the source type; encode/decode convert to and from bit codes.
 #pragma once
 
@@ -31,8 +39,22 @@
 
 namespace minifloat {
 
-enum class rounding : std::uint8_t { nearest_even, nearest_away, toward_zero, stochastic };
+enum class rounding : std::uint8_t {
+  nearest_even,
+  nearest_away,
+  toward_zero,
+  stochastic,
+  toward_positive,  ///< IEEE roundTowardPositive (ceiling)
+  toward_negative,  ///< IEEE roundTowardNegative (floor)
+  to_odd,           ///< truncate and set the last kept bit if inexact (a safe first rounding)
+};
 enum class overflow : std::uint8_t { saturate, infinity };
+
+/// Formats without subnormals: what happens to a result below the smallest normal.
+enum class flush_mode : std::uint8_t {
+  after_rounding,  ///< round as if subnormals existed, then replace a result below min normal by ±0
+  onto_values,     ///< round correctly onto the format's values there: ±0 and ±min normal
+};
 
 /// Per-call options. `index` is the element index of the value (scalar) or of the first value
 /// (bulk); with `seed` it selects the random draw of stochastic rounding.
@@ -42,6 +64,7 @@ struct rounding_options {
   int random_bits = 0;  ///< stochastic only: 1..width of the source word; 0 = the whole word (32 / 64)
   std::uint64_t seed = 0;
   std::uint64_t index = 0;
+  flush_mode flush = flush_mode::after_rounding;  ///< formats without subnormals only
 };
 
 /// The IEEE 754 layout of a source type.
@@ -95,11 +118,13 @@ struct rounding_plan {
   bits denorm_min_bits = 0;   ///< smallest positive value as source bits
   bits threshold_bits = 0;    ///< inputs with |x| >= this count as overflows
   bits random_mask = 0;       ///< keeps the top random_bits of a random word
+  bits subnormal_drop = 0;    ///< extra bits dropped below the smallest normal (flush_mode::onto_values)
   bool plain_path = true;     ///< mantissa_bits >= 1: the single-binade shortcut of the bulk kernels is exact
   bits plain_even_bias = 0;   ///< half a step minus one (0 without a step): nearest_even's addend
   bits plain_odd_mask = 0;    ///< 1, or 0 without a step: picks the kept parity bit
   bits plain_half = 0;        ///< half a step: nearest_away's addend
   bits plain_keep = 0;        ///< clears the dropped bits
+  bits plain_below = 0;       ///< the dropped bits (a step minus one)
 };
 
 /// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
@@ -135,10 +160,17 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   // next source value already lies beyond it.
   p.threshold_bits = shift > 0 ? p.max_bits + (bits{1} << (shift - 1)) : p.max_bits + 1;
   const bool saturate = o.on_overflow == overflow::saturate;
-  p.overflow_bits = (saturate || o.mode == rounding::toward_zero) ? p.max_bits : src::inf_bits;
-  p.inf_result_bits = saturate ? p.max_bits : src::inf_bits;
-  p.flush_below_bits = f.subnormals ? 0 : p.emin_field << src::mantissa_bits;
-  const int denorm_exp = f.emin() - f.mantissa_bits;  // >= source denorm exponent by source_problem
+  // A format without Inf but with NaN (OCP E4M3) signals overflow with NaN, as OCP's
+  // non-saturating conversion does; all_finite formats keep the emulation-level Inf.
+  const bits infinity_bits = f.encoding == specials::nan_only ? (src::inf_bits | src::quiet_bit) : src::inf_bits;
+  const bool stays_finite = o.mode == rounding::toward_zero || o.mode == rounding::to_odd;
+  p.overflow_bits = (saturate || stays_finite) ? p.max_bits : infinity_bits;
+  p.inf_result_bits = saturate ? p.max_bits : infinity_bits;
+  const bool onto_values = !f.subnormals && o.flush == flush_mode::onto_values;
+  p.flush_below_bits = f.subnormals || onto_values ? 0 : p.emin_field << src::mantissa_bits;
+  p.subnormal_drop = onto_values ? static_cast<bits>(f.mantissa_bits) : 0;
+  // The smallest positive value: of the format, or of its subnormals when they are flushed after rounding.
+  const int denorm_exp = onto_values ? f.emin() : f.emin() - f.mantissa_bits;  // >= source denorm exponent
   p.denorm_min_bits = denorm_exp >= src::emin ? static_cast<bits>(denorm_exp + src::bias) << src::mantissa_bits
                                               : bits{1} << (denorm_exp - (src::emin - src::mantissa_bits));
   const int r = o.random_bits == 0 ? src::width : o.random_bits;
@@ -149,6 +181,7 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   p.plain_even_bias = shift == 0 ? 0 : p.plain_half - 1;
   p.plain_odd_mask = shift == 0 ? 0 : 1;
   p.plain_keep = ~(step - 1);
+  p.plain_below = step - 1;
   return p;
 }
 }  // namespace detail
@@ -156,6 +189,10 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
 template <std::floating_point S>
 constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o) {
   using src = source_layout<S>;
+#if defined(__CUDA_ARCH__)
+  // Device code cannot throw: an invalid format or option stops the kernel.
+  if (!fits_source<S>(f) || o.random_bits < 0 || o.random_bits > src::width) __trap();
+#else
   if (!std::is_constant_evaluated()) {
     if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
   } else if (!fits_source<S>(f)) {
@@ -164,6 +201,7 @@ constexpr rounding_plan<S> make_plan(const format& f, const rounding_options& o)
   if (o.random_bits < 0 || o.random_bits > src::width)
     throw std::invalid_argument("minifloat::rounding_options: random_bits = " + std::to_string(o.random_bits) +
                                 " is outside 0.." + std::to_string(src::width));
+#endif
   return detail::plan_unchecked<S>(f, o);
 }
 
@@ -188,7 +226,7 @@ enum class lane_path : std::uint8_t { plain, finite, any };
 /// multiple of 2^drop and adding back the binade base gives the result's bits, because a carry
 /// out of the significand lands exactly on the next binade's first value.
 template <rounding Mode, lane_path Path, std::floating_point S, class L>
-MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
+constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   using src = source_layout<S>;
   using bits = typename src::bits;
   constexpr int P = src::mantissa_bits;
@@ -202,12 +240,22 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     if constexpr (Mode == rounding::toward_zero) r = u & p.plain_keep;
     else if constexpr (Mode == rounding::nearest_even) r = (u + p.plain_even_bias + ((u >> d) & p.plain_odd_mask)) & p.plain_keep;
     else if constexpr (Mode == rounding::nearest_away) r = (u + p.plain_half) & p.plain_keep;
-    else {
+    else if constexpr (Mode == rounding::stochastic) {
       // Adding the complemented random word carries into the kept bits exactly when the general
       // path's comparison (random < fraction) holds, so both paths draw the same results.
       r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
-      r = select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
+    } else if constexpr (Mode == rounding::to_odd) {
+      // (dropped + below) reaches the step bit exactly when a dropped bit is set: no compare.
+      r = (u & p.plain_keep) | (((u & p.plain_below) + p.plain_below) & (p.plain_below + 1));
+    } else {  // directed: up in magnitude on the lanes whose sign points the mode's way
+      const L ceiling = (u + p.plain_below) & p.plain_keep;
+      const L truncated = u & p.plain_keep;
+      if constexpr (Mode == rounding::toward_positive) r = select((u & src::sign_mask) == zero, ceiling, truncated);
+      else r = select((u & src::sign_mask) == zero, truncated, ceiling);
     }
+    if constexpr (Mode == rounding::stochastic || Mode == rounding::to_odd || Mode == rounding::toward_positive ||
+                  Mode == rounding::toward_negative)
+      r = select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
     return r;
   }
   const L one = zero + 1;
@@ -215,12 +263,20 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
   const L a = u ^ sign;
 
   const L e = lane_max(a >> P, one);  // source subnormals share the first binade's spacing
-  const L drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
+  L drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
+  if (p.subnormal_drop != 0) drop = select(a < (p.emin_field << P), drop + p.subnormal_drop, drop);
   const L base = (e - 1) << P;
   const L sig = a - base;
   // Clamped so shifts stay defined: at P + 2 dropped bits every significand is below half a step.
   const L step_shift = lane_min(drop, zero + bits{P + 2});
-  [[maybe_unused]] L round_up;  // stochastic: all ones where the result moves one step away from zero
+  // Stochastic, directed and to_odd: all ones where the result moves one step away from zero.
+  [[maybe_unused]] L round_up;
+  constexpr bool steps_away = Mode == rounding::stochastic || Mode == rounding::toward_positive ||
+                              Mode == rounding::toward_negative || Mode == rounding::to_odd;
+  // Directed modes: all ones on the lanes whose sign lets them round up in magnitude.
+  [[maybe_unused]] L away;
+  if constexpr (Mode == rounding::toward_positive) away = select(sign == zero, ~zero, zero);
+  if constexpr (Mode == rounding::toward_negative) away = select(sign == zero, zero, ~zero);
   const L below = (one << step_shift) - 1;  // the dropped bits
 
   L rounded;
@@ -232,6 +288,15 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     rounded = (sig + ((below + ((sig >> step_shift) & 1)) >> 1)) & ~below;
   } else if constexpr (Mode == rounding::nearest_away) {
     rounded = (sig + ((below + 1) >> 1)) & ~below;
+  } else if constexpr (Mode == rounding::toward_positive || Mode == rounding::toward_negative) {
+    const L rem = sig & below;
+    round_up = away & select(rem != zero, ~zero, zero);
+    rounded = (sig - rem) + (round_up & (below + 1));
+  } else if constexpr (Mode == rounding::to_odd) {
+    // Truncate; when inexact the last kept bit is set, which steps up only from an even part.
+    const L rem = sig & below;
+    round_up = select(rem != zero, ~zero, zero);
+    rounded = (sig - rem) | (round_up & (below + 1));
   } else {
     // The fraction rem / 2^drop as a W-bit fixed-point number, compared with the random word;
     // both keep only their top random_bits, so P(up) = floor(fraction * 2^random_bits) / 2^random_bits.
@@ -243,12 +308,18 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     rounded = (sig - rem) + (round_up & (below + 1));
   }
   L result = select(rounded == zero, zero, base + rounded);
-  if constexpr (Mode == rounding::stochastic) {
+  if constexpr (steps_away) {
     // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
     result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
   }
   if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
-  result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  if constexpr (Mode == rounding::toward_positive || Mode == rounding::toward_negative) {
+    // Only lanes that round up in magnitude get the overflow result; the others stay at ±max.
+    const L over = (away & p.overflow_bits) | (~away & p.max_bits);
+    result = select(result > p.max_bits, over, result);
+  } else {
+    result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  }
   if constexpr (Path == lane_path::any) {
     const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
     result = select(a >= src::inf_bits, special, result);
@@ -278,6 +349,11 @@ MINIFLOAT_HD constexpr typename source_layout<S>::bits round_one(const rounding_
     case rounding::nearest_even: return round_bits<rounding::nearest_even, lane_path::any>(p, u, decltype(u){});
     case rounding::nearest_away: return round_bits<rounding::nearest_away, lane_path::any>(p, u, decltype(u){});
     case rounding::toward_zero: return round_bits<rounding::toward_zero, lane_path::any>(p, u, decltype(u){});
+    case rounding::toward_positive:
+      return round_bits<rounding::toward_positive, lane_path::any>(p, u, decltype(u){});
+    case rounding::toward_negative:
+      return round_bits<rounding::toward_negative, lane_path::any>(p, u, decltype(u){});
+    case rounding::to_odd: return round_bits<rounding::to_odd, lane_path::any>(p, u, decltype(u){});
     case rounding::stochastic: {
       decltype(u) r;
       if constexpr (sizeof(S) == 4) r = rng.bits32(index);
@@ -323,6 +399,31 @@ class rounder {
   rounding_plan<S> plan_;
   counter_rng rng_;
   std::uint64_t first_index_;
+};
+
+/// A rounder that advances the element index itself: its i-th value (counting values of bulk
+/// calls too) uses index options.index + i, so rounding one value n times with stochastic
+/// rounding averages to the value, where a plain `rounder` repeats one draw. Results depend only
+/// on (seed, starting index, the number of values rounded before, value); one object belongs to
+/// one thread.
+template <std::floating_point S>
+class sequential_rounder {
+ public:
+  constexpr sequential_rounder(const format& f, const rounding_options& o = {}) : rounder_(f, o), next_(o.index) {}
+  MINIFLOAT_HD constexpr S operator()(S x) { return rounder_(x, next_++); }
+  MINIFLOAT_HD constexpr S operator()(S x, rounding_stats& st) { return rounder_(x, next_++, st); }
+  /// Reserves the next n indices and returns the stateless rounder that starts at the first.
+  constexpr rounder<S> take(std::uint64_t n) {
+    const rounder<S> at = rounder_.advanced(next_ - rounder_.first_index());
+    next_ += n;
+    return at;
+  }
+  constexpr std::uint64_t next_index() const { return next_; }
+  constexpr const rounding_plan<S>& plan() const { return rounder_.plan(); }
+
+ private:
+  rounder<S> rounder_;
+  std::uint64_t next_;
 };
 
 /// x rounded to format f, returned in x's type.

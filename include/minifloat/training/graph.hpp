@@ -53,7 +53,7 @@ class graph {
   /// gradient no trainer computes). Returns the module's index.
   std::size_t add_module(std::string name, module_kind kind, std::size_t output_numel,
                          bool output_gradient = true, std::optional<std::size_t> input = std::nullopt) {
-    module m;
+    auto m = module{};  // not "module m;": a line opening with `module` is a C++20 module declaration to nvcc
     m.name = std::move(name);
     m.is_gemm = kind == module_kind::gemm;
     if (input) {
@@ -80,7 +80,7 @@ class graph {
   /// module `m`; returns the parameter's site (the gradient's is params.size()-parallel in
   /// param_grads).
   site_id add_parameter(std::size_t m, const std::string& name, std::size_t numel) {
-    module& mod = modules_.at(m);
+    auto& mod = modules_.at(m);
     const site_id p = add_site(mod.name + "." + name, role::weight, numel);
     const site_id g = add_site(mod.name + "." + name + ".grad", role::weight_gradient, numel);
     mod.params.push_back(p);

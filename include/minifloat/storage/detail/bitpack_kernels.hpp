@@ -11,6 +11,9 @@
 //    few levels, then each output word gathers its pieces from the merged fields with one
 //    shuffle and one shift per piece. How many levels is chosen per K by counting shuffles and
 //    shifts (pack_cost), the instructions that bound the throughput.
+// Shuffles with computed patterns use GCC's __builtin_shuffle with a constant mask vector (the
+// same instructions as __builtin_shufflevector, and nvcc's front end parses it, so the header
+// compiles in CUDA translation units).
 // Tails (the last blocks, where a full register would reach past the caller's buffer) go
 // through the same kernels on a zero-padded copy on the stack, so nothing outside the given
 // ranges is ever read or written.
@@ -108,13 +111,13 @@ template <int K, int Half, std::size_t... J, std::size_t... L>
   if constexpr (K <= 16) {
     u16x32 g;
     reinterpret(w, g);
-    const u16x32 pairs = __builtin_shufflevector(g, g, granule_index(K, Half, static_cast<int>(L))...);
+    const u16x32 pairs = __builtin_shuffle(g, g, u16x32{static_cast<std::uint16_t>(granule_index(K, Half, static_cast<int>(L)))...});
     const u32x16 shift{granule_shift(K, Half, static_cast<int>(J))...};
     reinterpret(pairs, fields);
     fields = (fields >> shift) & low_bits(K);
   } else {
-    const u32x16 lo = __builtin_shufflevector(w, w, low_word(K, Half, static_cast<int>(J))...);
-    const u32x16 hi = __builtin_shufflevector(w, w, high_word(K, Half, static_cast<int>(J))...);
+    const u32x16 lo = __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(low_word(K, Half, static_cast<int>(J)))...});
+    const u32x16 hi = __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(high_word(K, Half, static_cast<int>(J)))...});
     const u32x16 right{low_shift(K, Half, static_cast<int>(J))...};
     const u32x16 left{high_shift(K, Half, static_cast<int>(J))...};
     fields = ((lo >> right) | (hi << left)) & low_bits(K);
@@ -228,7 +231,7 @@ constexpr std::uint32_t word_piece_shift(int f, int w, int r) {
 template <int F, int R, std::size_t... L>
 [[gnu::always_inline]] inline void or_granule_round(const u16x32& a, const u16x32& b, u16x32& words,
                                                     std::index_sequence<L...>) {
-  words |= __builtin_shufflevector(a, b, granule_piece(F, static_cast<int>(L), R)...);
+  words |= __builtin_shuffle(a, b, u16x32{static_cast<std::uint16_t>(granule_piece(F, static_cast<int>(L), R))...});
 }
 template <int F, std::size_t... R>
 [[gnu::always_inline]] inline void granule_words(const u16x32& a, const u16x32& b, u16x32& words,
@@ -244,7 +247,7 @@ template <int F, std::size_t... J>
 template <int F, int Out, int R, std::size_t... J>
 [[gnu::always_inline]] inline void or_word_round(const u32x16& a, const u32x16& b, u32x16& words,
                                                  std::index_sequence<J...>) {
-  const u32x16 piece = __builtin_shufflevector(a, b, word_piece(F, Out * 16 + static_cast<int>(J), R)...);
+  const u32x16 piece = __builtin_shuffle(a, b, u32x16{static_cast<std::uint32_t>(word_piece(F, Out * 16 + static_cast<int>(J), R))...});
   const u32x16 shift{word_piece_shift(F, Out * 16 + static_cast<int>(J), R)...};
   if constexpr (R == 0) words |= piece >> shift;
   else words |= piece << shift;
