@@ -15,7 +15,14 @@
 // every multiply-add that PyTorch writes as add/addcmul/addcdiv with a scalar is one fma.
 //
 // Errors: std::invalid_argument for invalid hyperparameters (PyTorch's checks) and for gradient
-// or state sizes that do not match the parameters; nothing is modified then.
+// or state sizes that do not match the parameters; std::domain_error when the update would give
+// a weight the storage cannot hold (NaN, or ±Inf, in an all_finite visible format: a NaN or Inf
+// gradient, or an update that overflows float). Every step is all-or-nothing: on any of these
+// errors the weights, their generation, the optimizer state and its step count are exactly as
+// before the call — for a multi-tensor step, those of every group. The storability check costs
+// nothing for weights whose format holds every float result (IEEE and OCP-E4M3-style formats);
+// for an all_finite format the step runs twice per chunk, once on scratch copies to check and
+// once to commit (bench_split_optimizers, docs/performance.md).
 #pragma once
 
 #include <algorithm>
@@ -86,19 +93,25 @@ struct adam_state {
 
 /// Weights an optimizer steps a chunk at a time: load(start, out) restores weights [start,
 /// start + out.size()) to fp32, store(start, x) writes them back, next_generation() starts a
-/// rewrite (fresh stochastic draws); starts are multiples of 32.
+/// rewrite (fresh stochastic draws); starts are multiples of 32. stores_every_float() says
+/// whether store() accepts any float; when it does not, first_rejected(x) is the index of the
+/// first value of x it would reject (x.size() if none) and stored_format() names the format, so
+/// a step can check before it changes anything.
 template <class W>
 concept chunked_weights = requires(W& w, const W& cw, std::size_t start, std::span<float> out) {
   { cw.size() } -> std::convertible_to<std::size_t>;
   cw.load(start, out);
   w.store(start, std::span<const float>(out));
   w.next_generation();
+  { cw.stores_every_float() } -> std::convertible_to<bool>;
+  { cw.first_rejected(std::span<const float>(out)) } -> std::convertible_to<std::size_t>;
+  { cw.stored_format() } -> std::convertible_to<format>;
 };
 
-/// One tensor of a multi-tensor step.
-template <class State>
+/// One tensor of a multi-tensor step: split weights (the default) or low-precision-only ones.
+template <class State, chunked_weights W = split_tensor>
 struct split_group {
-  split_tensor* params;
+  W* params;
   std::span<const float> grads;
   State* state;
 };
@@ -129,13 +142,16 @@ inline void check(const sgd_state& s, std::size_t n, std::size_t grads, const ch
   check_sizes(n, grads, who);
   check_state(n, s.momentum_buffer.size(), "momentum buffer", who);
 }
-/// Creates the state on the first step; returns this step's factors.
-inline sgd_factors begin_step(sgd_state& s, std::size_t n, const sgd_options& o) {
+/// The factors of the next step on state s (s is not changed).
+inline sgd_factors next_factors(const sgd_state& s, const sgd_options& o) {
   const bool first = o.momentum != 0 && s.momentum_buffer.empty();
-  if (first) s.momentum_buffer.resize(n);
-  ++s.steps;
   return {static_cast<float>(o.lr), static_cast<float>(o.momentum), static_cast<float>(1 - o.dampening),
           static_cast<float>(o.weight_decay), o.momentum != 0, o.nesterov, o.maximize, first};
+}
+/// Creates the state on the first step and counts the step.
+inline void begin_step(sgd_state& s, std::size_t n, const sgd_factors& c) {
+  if (c.first) s.momentum_buffer.resize(n);
+  ++s.steps;
 }
 
 /// torch.optim.SGD's update of weights p with gradients g and momentum buffer b (unused without momentum).
@@ -165,10 +181,15 @@ inline void check(const adam_state& s, std::size_t n, std::size_t grads, const c
   check_state(n, s.exp_avg.size(), "first moment", who);
   check_state(n, s.exp_avg_sq.size(), "second moment", who);
 }
-inline adam_factors begin_step(adam_state& s, std::size_t n, const adam_options& o) {
+/// Creates the moments (zero) on the first step and counts the step.
+inline void begin_step(adam_state& s, std::size_t n, const adam_factors&) {
   if (s.exp_avg.empty()) s.exp_avg.assign(n, 0.0f);
   if (s.exp_avg_sq.empty()) s.exp_avg_sq.assign(n, 0.0f);
-  const double step = static_cast<double>(++s.steps);
+  ++s.steps;
+}
+/// The factors of the next step on state s (s is not changed).
+inline adam_factors next_factors(const adam_state& s, const adam_options& o) {
+  const double step = static_cast<double>(s.steps + 1);
   const double bias_correction1 = 1 - std::pow(o.beta1, step);
   const double bias_correction2 = 1 - std::pow(o.beta2, step);
   return {static_cast<float>(1 - o.beta1),
@@ -234,58 +255,148 @@ void update_split(W& t, Step step) {
   }
 }
 
+/// Copies `n` values of a state vector from `at` into scratch, or zeros when the state is not
+/// created yet; returns scratch.
+inline float* scratch_copy(const std::vector<float>& state, std::size_t at, std::size_t n, float* scratch) {
+  if (state.empty()) std::fill(scratch, scratch + n, 0.0f);
+  else std::copy(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n), scratch);
+  return scratch;
+}
+
+/// The check before a step that may be rejected: runs `dry(chunk, offset, scratch...)` — the
+/// step's arithmetic on a copy of each chunk and of its state — and throws std::domain_error,
+/// naming the first weight t could not store, before anything is changed. The commit that follows
+/// repeats the same arithmetic on the same inputs, so it stores exactly the checked values.
+template <chunked_weights W, class Dry>
+void check_storable(const W& t, Dry dry, const char* who) {
+  if (t.stores_every_float()) return;
+  float w[optimizer_chunk];
+  for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
+    const std::span<float> chunk(w, std::min(optimizer_chunk, t.size() - start));
+    t.load(start, chunk);
+    dry(chunk, start);
+    if (const std::size_t i = t.first_rejected(std::span<const float>(chunk)); i < chunk.size())
+      throw std::domain_error(std::string(who) + ": the update makes weight " + std::to_string(start + i) + " " +
+                              (std::isnan(chunk[i]) ? "NaN" : chunk[i] > 0 ? "+Inf" : "-Inf") + ", which " +
+                              to_string(format(t.stored_format())) +
+                              " cannot store (a non-finite gradient or an overflowing update); nothing was changed");
+  }
+}
+
+/// An SGD step in two phases, so that a multi-tensor step can check every group before it commits any.
+template <chunked_weights W>
+struct sgd_plan {
+  W& params;
+  std::span<const float> grads;
+  sgd_state& state;
+  sgd_factors factors;
+
+  void check(const char* who) const {
+    float buffer[optimizer_chunk];
+    check_storable(params, [&](std::span<float> w, std::size_t at) {
+      float* b = nullptr;
+      if (factors.use_momentum) b = factors.first ? buffer : scratch_copy(state.momentum_buffer, at, w.size(), buffer);
+      update(w, grads.data() + at, b, factors);
+    }, who);
+  }
+  void commit() {
+    begin_step(state, params.size(), factors);
+    float* buffer = state.momentum_buffer.data();
+    update_split(params, [&](std::span<float> w, std::size_t at) {
+      update(w, grads.data() + at, buffer == nullptr ? nullptr : buffer + at, factors);
+    });
+  }
+};
+
+template <chunked_weights W>
+struct adam_plan {
+  W& params;
+  std::span<const float> grads;
+  adam_state& state;
+  adam_factors factors;
+
+  void check(const char* who) const {
+    float m[optimizer_chunk], v[optimizer_chunk];
+    check_storable(params, [&](std::span<float> w, std::size_t at) {
+      update(w, grads.data() + at, scratch_copy(state.exp_avg, at, w.size(), m),
+             scratch_copy(state.exp_avg_sq, at, w.size(), v), factors);
+    }, who);
+  }
+  void commit() {
+    begin_step(state, params.size(), factors);
+    update_split(params, [&](std::span<float> w, std::size_t at) {
+      update(w, grads.data() + at, state.exp_avg.data() + at, state.exp_avg_sq.data() + at, factors);
+    });
+  }
+};
+
+/// Multi-tensor step: every group's sizes, then every group's storability, then every commit.
+template <template <class> class Plan, class State, class Options, chunked_weights W>
+void step_groups(std::span<const split_group<State, W>> groups, const Options& o, const char* who) {
+  o.validate();
+  for (const auto& g : groups) check(*g.state, g.params->size(), g.grads.size(), who);
+  std::vector<Plan<W>> plans;
+  plans.reserve(groups.size());
+  for (const auto& g : groups) plans.push_back({*g.params, g.grads, *g.state, next_factors(*g.state, o)});
+  for (const auto& p : plans) p.check(who);
+  for (auto& p : plans) p.commit();
+}
+
 }  // namespace detail
 
 /// One SGD step on fp32 weights (the reference the split steps are compared with).
 inline void sgd_step(std::span<float> params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::sgd_step");
-  const detail::sgd_factors c = detail::begin_step(s, params.size(), o);
+  const detail::sgd_factors c = detail::next_factors(s, o);
+  detail::begin_step(s, params.size(), c);
   detail::update(params, grads.data(), s.momentum_buffer.data(), c);
 }
 
 /// One SGD step on split weights (or other chunked weights): restore, update in fp32, split again.
 template <chunked_weights W>
 void sgd_step(W& params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
+  const char* who = "minifloat::storage::sgd_step";
   o.validate();
-  detail::check(s, params.size(), grads.size(), "minifloat::storage::sgd_step");
-  const detail::sgd_factors c = detail::begin_step(s, params.size(), o);
-  float* buffer = s.momentum_buffer.data();
-  detail::update_split(params, [&](std::span<float> w, std::size_t at) {
-    detail::update(w, grads.data() + at, buffer == nullptr ? nullptr : buffer + at, c);
-  });
+  detail::check(s, params.size(), grads.size(), who);
+  detail::sgd_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  plan.check(who);
+  plan.commit();
 }
 
 /// One Adam (or AdamW) step on fp32 weights.
 inline void adam_step(std::span<float> params, std::span<const float> grads, adam_state& s, const adam_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::adam_step");
-  const detail::adam_factors c = detail::begin_step(s, params.size(), o);
+  const detail::adam_factors c = detail::next_factors(s, o);
+  detail::begin_step(s, params.size(), c);
   detail::update(params, grads.data(), s.exp_avg.data(), s.exp_avg_sq.data(), c);
 }
 
 /// One Adam (or AdamW) step on split weights (or other chunked weights).
 template <chunked_weights W>
 void adam_step(W& params, std::span<const float> grads, adam_state& s, const adam_options& o) {
+  const char* who = "minifloat::storage::adam_step";
   o.validate();
-  detail::check(s, params.size(), grads.size(), "minifloat::storage::adam_step");
-  const detail::adam_factors c = detail::begin_step(s, params.size(), o);
-  detail::update_split(params, [&](std::span<float> w, std::size_t at) {
-    detail::update(w, grads.data() + at, s.exp_avg.data() + at, s.exp_avg_sq.data() + at, c);
-  });
+  detail::check(s, params.size(), grads.size(), who);
+  detail::adam_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  plan.check(who);
+  plan.commit();
 }
 
-/// Multi-tensor SGD: every group checked first, then stepped.
+/// Multi-tensor SGD: every group checked (sizes, then storability) before any is stepped.
 inline void sgd_step(std::span<const split_group<sgd_state>> groups, const sgd_options& o) {
-  o.validate();
-  for (const auto& g : groups) detail::check(*g.state, g.params->size(), g.grads.size(), "minifloat::storage::sgd_step");
-  for (const auto& g : groups) sgd_step(*g.params, g.grads, *g.state, o);
+  detail::step_groups<detail::sgd_plan>(groups, o, "minifloat::storage::sgd_step");
 }
-/// Multi-tensor Adam / AdamW: every group checked first, then stepped.
+inline void sgd_step(std::span<const split_group<sgd_state, low_tensor>> groups, const sgd_options& o) {
+  detail::step_groups<detail::sgd_plan>(groups, o, "minifloat::storage::sgd_step");
+}
+/// Multi-tensor Adam / AdamW: every group checked (sizes, then storability) before any is stepped.
 inline void adam_step(std::span<const split_group<adam_state>> groups, const adam_options& o) {
-  o.validate();
-  for (const auto& g : groups) detail::check(*g.state, g.params->size(), g.grads.size(), "minifloat::storage::adam_step");
-  for (const auto& g : groups) adam_step(*g.params, g.grads, *g.state, o);
+  detail::step_groups<detail::adam_plan>(groups, o, "minifloat::storage::adam_step");
+}
+inline void adam_step(std::span<const split_group<adam_state, low_tensor>> groups, const adam_options& o) {
+  detail::step_groups<detail::adam_plan>(groups, o, "minifloat::storage::adam_step");
 }
 
 }  // namespace minifloat::storage
