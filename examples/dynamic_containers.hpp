@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +22,7 @@
 
 #include "nn/hooks.hpp"
 #include "nn/sequential.hpp"
+#include "output_file.hpp"
 
 namespace examples {
 
@@ -62,7 +62,8 @@ struct bitlength_spread {
 
 class dynamic_container_hooks final : public nn::rounding_hooks {
  public:
-  dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o);
+  /// tensor_csv: the opened --dc-tensor-csv (with its header), or none.
+  dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o, output_file tensor_csv = {});
 
   void round(const nn::tensor_site& site, std::span<float> values) override;
   /// Training passes save inputs, draw bitlengths and count; evaluation passes do none of that.
@@ -85,7 +86,10 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   std::string epoch_line() const;        ///< one indented line after the trainer's epoch line
   static std::string csv_header();       ///< columns appended to the trainer's --csv
   std::string csv_columns() const;
+  /// --dc-tensor-csv: the header, and the rows of one epoch (to the file given to the constructor).
+  static std::string tensor_csv_header();
   void write_tensor_rows(std::size_t epoch);
+  void close_outputs();
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
@@ -99,7 +103,7 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   bool training_ = true;
   double period_lr_ = 0;
   std::size_t epoch_index_ = 0;
-  std::unique_ptr<std::ofstream> tensor_csv_;
+  output_file tensor_csv_;
 };
 
 }  // namespace examples
