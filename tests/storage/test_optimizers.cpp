@@ -389,3 +389,26 @@ TEST_CASE("formats that hold NaN and Inf take them without a check; a multi-tens
     for (std::size_t k = 0; k < 3; ++k) CHECK(take(lows[k], sgd[k], adam[k]) == low_before[k]);
   }
 }
+
+TEST_CASE("an all-finite step's fast path (a bound from magnitudes) and its scratch check agree", "[optimizers]") {
+  // Inputs that are finite but whose bound fails (a huge momentum buffer that lr brings back into
+  // range, a negative second moment): the step must take the scratch check and decide by the
+  // values themselves.
+  ms::split_tensor t(std::vector<float>(3000, 0.5f), {minifloat::fp_6_9_0, 8});
+  ms::sgd_state s;
+  s.momentum_buffer.assign(3000, 0.0f);
+  s.momentum_buffer[2500] = 3e38f;  // |bound| > FLT_MAX / 2, yet 1e-30 * 0.9 * 3e38 is finite
+  const std::vector<float> g(3000, 0.01f);
+  ms::sgd_step(t, g, s, {1e-30, 0.9});
+  CHECK(s.steps == 1);
+  ms::adam_state a;
+  a.exp_avg.assign(3000, 0.0f);
+  a.exp_avg_sq.assign(3000, 0.0f);
+  a.exp_avg_sq[100] = -1.0f;  // sqrt of a negative second moment is NaN: rejected, nothing changed
+  const auto before = take(t, s, a);
+  CHECK_THROWS_AS(ms::adam_step(t, g, a, {}), std::domain_error);
+  CHECK(take(t, s, a) == before);
+  a.exp_avg_sq[100] = 0.0f;
+  ms::adam_step(t, g, a, {});
+  CHECK(a.steps == 1);
+}

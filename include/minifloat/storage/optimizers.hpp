@@ -20,16 +20,22 @@
 // gradient, or an update that overflows float). Every step is all-or-nothing: on any of these
 // errors the weights, their generation, the optimizer state and its step count are exactly as
 // before the call — for a multi-tensor step, those of every group. The storability check costs
-// nothing for weights whose format holds every float result (IEEE and OCP-E4M3-style formats);
-// for an all_finite format the step runs twice per chunk, once on scratch copies to check and
-// once to commit (bench_split_optimizers, docs/performance.md).
+// nothing for weights whose format holds every float result (IEEE and OCP-E4M3-style formats).
+// For an all_finite format a step first bounds its result from the largest gradient and state
+// magnitudes (one read of the gradients and the state, no decoding): when every updated weight
+// is provably finite it commits at once; only otherwise (a non-finite or huge input) it runs the
+// update on scratch copies of each chunk to find the first weight it could not store, before
+// committing anything (bench_split_optimizers, docs/performance.md).
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -263,13 +269,44 @@ inline float* scratch_copy(const std::vector<float>& state, std::size_t at, std:
   return scratch;
 }
 
+/// The largest magnitude in `values` as a float: NaN or +Inf when one of them is not finite
+/// (integer max of the magnitude bits, which orders finite floats, Inf and NaN; it vectorizes).
+inline float max_magnitude(std::span<const float> values) noexcept {
+  std::uint32_t m = 0;
+  for (const float x : values) m = std::max(m, std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFU);
+  return std::bit_cast<float>(m);
+}
+
+/// As max_magnitude, but NaN also when a value has its sign bit set (a second moment must not be
+/// negative: its square root would be NaN).
+inline float max_of_nonnegative(std::span<const float> values) noexcept {
+  std::uint32_t m = 0;
+  for (const float x : values) m = std::max(m, std::bit_cast<std::uint32_t>(x));
+  return m >= 0x80000000U ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
+}
+
+/// Whether every bound (double, each computed from magnitudes, so above every float
+/// intermediate it bounds but for rounding) stays below half of float's largest value: then no
+/// float operation of the step overflows or meets a NaN, and every result is finite.
+inline bool all_safely_finite(std::initializer_list<double> bounds) noexcept {
+  for (const double b : bounds)
+    if (!(b < 0.5 * static_cast<double>(std::numeric_limits<float>::max()))) return false;
+  return true;
+}
+
+/// The largest magnitude a weight of t can hold: the stored format's largest finite value, doubled
+/// for the restored value of a split (its extra bits stay below the next binade).
+template <chunked_weights W>
+double largest_stored(const W& t) {
+  return 2.0 * format(t.stored_format()).max_finite();
+}
+
 /// The check before a step that may be rejected: runs `dry(chunk, offset, scratch...)` — the
 /// step's arithmetic on a copy of each chunk and of its state — and throws std::domain_error,
 /// naming the first weight t could not store, before anything is changed. The commit that follows
 /// repeats the same arithmetic on the same inputs, so it stores exactly the checked values.
 template <chunked_weights W, class Dry>
 void check_storable(const W& t, Dry dry, const char* who) {
-  if (t.stores_every_float()) return;
   float w[optimizer_chunk];
   for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
     const std::span<float> chunk(w, std::min(optimizer_chunk, t.size() - start));
@@ -291,7 +328,18 @@ struct sgd_plan {
   sgd_state& state;
   sgd_factors factors;
 
+  /// From magnitudes alone: every updated weight is finite (the common case; see the header).
+  bool provably_storable() const {
+    const sgd_factors& c = factors;
+    const double g = max_magnitude(grads), p = largest_stored(params);
+    const double b = c.use_momentum && !c.first ? double{max_magnitude(state.momentum_buffer)} : 0.0;
+    const double d = g + std::fabs(double{c.weight_decay}) * p;
+    const double buf = c.first ? d : std::fabs(double{c.dampening_complement}) * d + std::fabs(double{c.momentum}) * b;
+    const double direction = !c.use_momentum ? d : c.nesterov ? std::fabs(double{c.momentum}) * buf + d : buf;
+    return all_safely_finite({g, b, d, buf, direction, p + std::fabs(double{c.lr}) * direction});
+  }
   void check(const char* who) const {
+    if (params.stores_every_float() || provably_storable()) return;
     float buffer[optimizer_chunk];
     check_storable(params, [&](std::span<float> w, std::size_t at) {
       float* b = nullptr;
@@ -315,7 +363,22 @@ struct adam_plan {
   adam_state& state;
   adam_factors factors;
 
+  bool provably_storable() const {
+    const adam_factors& c = factors;
+    if (!(c.eps > 0)) return false;  // a zero denominator: 0 / 0 is possible
+    const double g = max_magnitude(grads), p = largest_stored(params);
+    const double m = max_magnitude(state.exp_avg), v = max_of_nonnegative(state.exp_avg_sq);
+    const double wd = std::fabs(double{c.weight_decay});
+    const double grad = g + (c.decoupled ? 0.0 : wd * p);
+    const double w = c.decoupled ? p * std::fabs(double{c.decay}) : p;
+    const double m_new = 3.0 * (m + grad);  // either lerp formula, weights in [0, 1]
+    const double v_new = v + std::fabs(double{c.beta2_complement}) * grad * grad;
+    const double root = std::sqrt(v_new) / double{c.bias_correction2_sqrt};
+    const double step = std::fabs(double{c.neg_step_size}) * m_new / double{c.eps};
+    return all_safely_finite({g, m, v, grad, w, m_new, v_new, grad * grad, root, step, w + step});
+  }
   void check(const char* who) const {
+    if (params.stores_every_float() || provably_storable()) return;
     float m[optimizer_chunk], v[optimizer_chunk];
     check_storable(params, [&](std::span<float> w, std::size_t at) {
       update(w, grads.data() + at, scratch_copy(state.exp_avg, at, w.size(), m),
