@@ -50,6 +50,11 @@ struct dynamic_options {
 /// The `--dc-*` flags; returns false for a flag that is not one of them, throws
 /// std::invalid_argument for a bad value.
 bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o);
+/// The flags parse_dynamic_flag reads (each takes a value).
+inline constexpr std::string_view dynamic_value_flags[] = {
+    "--dc-gamma-m",     "--dc-gamma-e",        "--dc-bit-lr",     "--dc-lambda",      "--dc-exponent-gradient",
+    "--dc-learn-epochs", "--dc-relearn-epochs", "--dc-relearn-lr-factor", "--dc-bw-history", "--dc-bw-threshold",
+    "--dc-bw-cadence",  "--dc-bw-fix-epoch",   "--dc-gecko",      "--dc-sign",        "--dc-tensor-csv"};
 extern const std::string_view dynamic_help;
 
 /// Which bits a spread is about: the mantissa, the exponent, or sign + exponent + mantissa.

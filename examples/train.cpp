@@ -15,7 +15,6 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -23,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <minifloat/training/training.hpp>
 
 #include "data/batches.hpp"
@@ -167,35 +167,74 @@ T parse_choice(std::string_view flag, std::string_view text, std::initializer_li
   throw usage_error(std::string(flag) + " expects one of " + names + ", got '" + std::string(text) + "'");
 }
 
+/// The trainer's own flags that take a value (weight_options.hpp and dynamic_containers.hpp list
+/// theirs); each is parsed below.
+constexpr std::string_view train_value_flags[] = {
+    "--model", "--width", "--data-dir", "--train-limit", "--test-limit", "--assignment", "--ratio", "--order",
+    "--rounding", "--promotion", "--theta", "--loss-scaling", "--init-scale", "--growth-interval", "--epochs",
+    "--batch-size", "--lr", "--momentum", "--weight-decay", "--seed", "--threads", "--csv", "--step-csv"};
+constexpr std::string_view train_switches[] = {"--quiet"};
+
+/// One flag of the command line and its text ("" for a switch given without one).
+struct given_flag {
+  std::string flag, value;
+};
+
+/// Splits the command line with CLI11 (`--flag value` and `--flag=value`): every flag of the three
+/// blocks at most once, each value flag with one value. Returns the flags given, or nothing for
+/// --help. Unknown flags, stray arguments, repeated flags and missing values are usage errors.
+std::optional<std::vector<given_flag>> split_command_line(int argc, char** argv) {
+  CLI::App app("train");
+  app.set_help_flag();  // the help text is ours (help_text and the blocks' sections)
+  app.allow_extras();   // reported below in our words
+  const CLI::Option* help = app.add_flag("--help,-h");
+  std::vector<CLI::Option*> options;
+  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_value_flags),
+                            std::span<const std::string_view>(examples::weight_value_flags),
+                            std::span<const std::string_view>(examples::dynamic_value_flags)})
+    for (const std::string_view name : names)
+      options.push_back(app.add_option(std::string(name))
+                            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                            ->allow_extra_args(false)
+                            ->expected(0, 1));
+  const std::size_t first_switch = options.size();
+  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_switches),
+                            std::span<const std::string_view>(examples::weight_switches)})
+    for (const std::string_view name : names) options.push_back(app.add_flag(std::string(name)));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  if (help->count() > 0) return std::nullopt;
+  for (const std::string& extra : app.remaining()) {
+    if (extra.starts_with("-")) throw usage_error("unknown flag '" + extra.substr(0, extra.find('=')) + "'");
+    throw usage_error("unexpected argument '" + extra + "'");
+  }
+  std::vector<given_flag> given;
+  for (std::size_t k = 0; k < options.size(); ++k) {
+    const CLI::Option& o = *options[k];
+    if (o.count() == 0) continue;
+    const std::string name = o.get_name();
+    if (o.count() > 1) throw usage_error(name + " is given twice");  // not "the last one wins"
+    const std::string value = o.results().empty() ? std::string() : o.results().front();
+    if (k < first_switch && value.empty()) throw usage_error(name + " needs a value");
+    given.push_back({name, k < first_switch || value != "true" ? value : std::string()});
+  }
+  return given;
+}
+
 std::optional<config> parse_flags(int argc, char** argv) {
+  const std::optional<std::vector<given_flag>> given = split_command_line(argc, argv);
+  if (!given) return std::nullopt;
   config c;
   bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
-  std::set<std::string, std::less<>> seen;  // a flag given twice is an error, not "the last one wins"
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") return std::nullopt;
-    if (arg.starts_with("--")) {
-      const std::string_view name = arg.substr(0, arg.find('='));
-      if (!seen.insert(std::string(name)).second) throw usage_error(std::string(name) + " is given twice");
-    }
-    if (arg == "--quiet") {
+  for (const given_flag& g : *given) {
+    const std::string_view flag = g.flag, value = g.value;
+    if (flag == "--quiet") {
+      if (!value.empty()) throw usage_error("--quiet takes no value");
       c.quiet = true;
-      continue;
-    }
-    if (examples::is_weight_switch(arg)) {
-      examples::parse_weight_flag(c.weights, arg, {});
-      continue;
-    }
-    if (!arg.starts_with("--")) throw usage_error("unexpected argument '" + std::string(arg) + "'");
-    std::string_view flag = arg, value;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) throw usage_error(std::string(flag) + " needs a value");
-      value = argv[++i];
-    }
-    if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
+    } else if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
     else if (flag == "--width") {
       // Parameters grow with width²: at 8 the MLP has 20 M (at 1e6 the allocation would fail).
       c.width = examples::flags::positive(flag, value);

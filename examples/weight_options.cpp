@@ -63,8 +63,6 @@ minifloat::format format_flag(std::string_view flag, std::string_view text) {
 
 }  // namespace
 
-bool is_weight_switch(std::string_view flag) { return flag == "--fused-update"; }
-
 bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value) {
   weight_config& c = f.config;
   if (flag == "--fused-update") {

@@ -46,7 +46,19 @@ expect 2 "--format mantissa_bits = 30" "${nodata[@]}" --assignment fixed --forma
 expect 2 "--epochs is given twice" "${nodata[@]}" --epochs 1 --epochs 2
 expect 2 "--csv is given twice" "${nodata[@]}" --csv "$tmp/a.csv" --csv="$tmp/b.csv"
 expect 2 "--fused-update is given twice" "${nodata[@]}" --fused-update --fused-update
+expect 2 "unknown flag '--no-such-flag'" "${nodata[@]}" --no-such-flag 1
+expect 2 "--epochs needs a value" "${nodata[@]}" --epochs
+expect 2 "unexpected argument 'stray'" "${nodata[@]}" stray
+expect 2 "--quiet takes no value" "${nodata[@]}" --quiet=yes
 [ -e "$tmp/a.csv" ] && { echo "FAIL: a rejected command line created its output"; failures=$((failures + 1)); }
+# Every flag the help lists is one the parser knows (CLI11 is told each block's flags).
+for flag in $("$train" --help | grep -oE '^  --[a-z0-9-]+' | sort -u); do
+  "$train" "${nodata[@]}" "$flag" 0 > /dev/null 2> "$tmp/err"
+  if grep -q "unknown flag" "$tmp/err"; then
+    echo "FAIL: $flag is in the help but unknown to the parser"
+    failures=$((failures + 1))
+  fi
+done
 
 if [ -n "$data" ]; then
   # --- an update the --visible format cannot store: the error names the step, the format and the tensor
