@@ -40,6 +40,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "low_tensor.hpp"
@@ -320,85 +321,88 @@ void check_storable(const W& t, Dry dry, const char* who) {
   }
 }
 
-/// An SGD step in two phases, so that a multi-tensor step can check every group before it commits any.
-template <chunked_weights W>
-struct sgd_plan {
+/// A step in two phases — check, then commit — so that a multi-tensor step can check every group
+/// before it commits any. The optimizer's parts are the overloads below for its state.
+template <chunked_weights W, class State, class Factors>
+struct step_plan {
   W& params;
   std::span<const float> grads;
-  sgd_state& state;
-  sgd_factors factors;
+  State& state;
+  Factors factors;
 
-  /// From magnitudes alone: every updated weight is finite (the common case; see the header).
-  bool provably_storable() const {
-    const sgd_factors& c = factors;
-    const double g = max_magnitude(grads), p = largest_stored(params);
-    const double b = c.use_momentum && !c.first ? double{max_magnitude(state.momentum_buffer)} : 0.0;
-    const double d = g + std::fabs(double{c.weight_decay}) * p;
-    const double buf = c.first ? d : std::fabs(double{c.dampening_complement}) * d + std::fabs(double{c.momentum}) * b;
-    const double direction = !c.use_momentum ? d : c.nesterov ? std::fabs(double{c.momentum}) * buf + d : buf;
-    return all_safely_finite({g, b, d, buf, direction, p + std::fabs(double{c.lr}) * direction});
-  }
   void check(const char* who) const {
-    if (params.stores_every_float() || provably_storable()) return;
-    float buffer[optimizer_chunk];
-    check_storable(params, [&](std::span<float> w, std::size_t at) {
-      float* b = nullptr;
-      if (factors.use_momentum) b = factors.first ? buffer : scratch_copy(state.momentum_buffer, at, w.size(), buffer);
-      update(w, grads.data() + at, b, factors);
-    }, who);
+    if (params.stores_every_float() || provably_storable(*this)) return;
+    check_storable(params, [&](std::span<float> w, std::size_t at) { scratch_update(*this, w, at); }, who);
   }
   void commit() {
     begin_step(state, params.size(), factors);
-    float* buffer = state.momentum_buffer.data();
-    update_split(params, [&](std::span<float> w, std::size_t at) {
-      update(w, grads.data() + at, buffer == nullptr ? nullptr : buffer + at, factors);
-    });
+    update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); });
   }
 };
-
 template <chunked_weights W>
-struct adam_plan {
-  W& params;
-  std::span<const float> grads;
-  adam_state& state;
-  adam_factors factors;
+using sgd_plan = step_plan<W, sgd_state, sgd_factors>;
+template <chunked_weights W>
+using adam_plan = step_plan<W, adam_state, adam_factors>;
 
-  bool provably_storable() const {
-    const adam_factors& c = factors;
-    if (!(c.eps > 0)) return false;  // a zero denominator: 0 / 0 is possible
-    const double g = max_magnitude(grads), p = largest_stored(params);
-    const double m = max_magnitude(state.exp_avg), v = max_of_nonnegative(state.exp_avg_sq);
-    const double wd = std::fabs(double{c.weight_decay});
-    const double grad = g + (c.decoupled ? 0.0 : wd * p);
-    const double w = c.decoupled ? p * std::fabs(double{c.decay}) : p;
-    const double m_new = 3.0 * (m + grad);  // either lerp formula, weights in [0, 1]
-    const double v_new = v + std::fabs(double{c.beta2_complement}) * grad * grad;
-    const double root = std::sqrt(v_new) / double{c.bias_correction2_sqrt};
-    const double step = std::fabs(double{c.neg_step_size}) * m_new / double{c.eps};
-    return all_safely_finite({g, m, v, grad, w, m_new, v_new, grad * grad, root, step, w + step});
-  }
-  void check(const char* who) const {
-    if (params.stores_every_float() || provably_storable()) return;
-    float m[optimizer_chunk], v[optimizer_chunk];
-    check_storable(params, [&](std::span<float> w, std::size_t at) {
-      update(w, grads.data() + at, scratch_copy(state.exp_avg, at, w.size(), m),
-             scratch_copy(state.exp_avg_sq, at, w.size(), v), factors);
-    }, who);
-  }
-  void commit() {
-    begin_step(state, params.size(), factors);
-    update_split(params, [&](std::span<float> w, std::size_t at) {
-      update(w, grads.data() + at, state.exp_avg.data() + at, state.exp_avg_sq.data() + at, factors);
-    });
-  }
-};
+/// From magnitudes alone: every weight SGD updates is finite (the common case; see the header).
+template <chunked_weights W>
+bool provably_storable(const sgd_plan<W>& s) {
+  const sgd_factors& c = s.factors;
+  const double g = max_magnitude(s.grads), p = largest_stored(s.params);
+  const double b = c.use_momentum && !c.first ? double{max_magnitude(s.state.momentum_buffer)} : 0.0;
+  const double d = g + std::fabs(double{c.weight_decay}) * p;
+  const double buf = c.first ? d : std::fabs(double{c.dampening_complement}) * d + std::fabs(double{c.momentum}) * b;
+  const double direction = !c.use_momentum ? d : c.nesterov ? std::fabs(double{c.momentum}) * buf + d : buf;
+  return all_safely_finite({g, b, d, buf, direction, p + std::fabs(double{c.lr}) * direction});
+}
+/// SGD on chunk w of the weights with a scratch copy of the momentum buffer.
+template <chunked_weights W>
+void scratch_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
+  float buffer[optimizer_chunk];
+  float* b = nullptr;
+  if (s.factors.use_momentum) b = s.factors.first ? buffer : scratch_copy(s.state.momentum_buffer, at, w.size(), buffer);
+  update(w, s.grads.data() + at, b, s.factors);
+}
+/// SGD on chunk w of the weights and the momentum buffer itself.
+template <chunked_weights W>
+void state_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
+  float* buffer = s.state.momentum_buffer.data();
+  update(w, s.grads.data() + at, buffer == nullptr ? nullptr : buffer + at, s.factors);
+}
+
+/// From magnitudes alone: every weight Adam updates is finite.
+template <chunked_weights W>
+bool provably_storable(const adam_plan<W>& s) {
+  const adam_factors& c = s.factors;
+  if (!(c.eps > 0)) return false;  // a zero denominator: 0 / 0 is possible
+  const double g = max_magnitude(s.grads), p = largest_stored(s.params);
+  const double m = max_magnitude(s.state.exp_avg), v = max_of_nonnegative(s.state.exp_avg_sq);
+  const double wd = std::fabs(double{c.weight_decay});
+  const double grad = g + (c.decoupled ? 0.0 : wd * p);
+  const double w = c.decoupled ? p * std::fabs(double{c.decay}) : p;
+  const double m_new = 3.0 * (m + grad);  // either lerp formula, weights in [0, 1]
+  const double v_new = v + std::fabs(double{c.beta2_complement}) * grad * grad;
+  const double root = std::sqrt(v_new) / double{c.bias_correction2_sqrt};
+  const double step = std::fabs(double{c.neg_step_size}) * m_new / double{c.eps};
+  return all_safely_finite({g, m, v, grad, w, m_new, v_new, grad * grad, root, step, w + step});
+}
+template <chunked_weights W>
+void scratch_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
+  float m[optimizer_chunk], v[optimizer_chunk];
+  update(w, s.grads.data() + at, scratch_copy(s.state.exp_avg, at, w.size(), m),
+         scratch_copy(s.state.exp_avg_sq, at, w.size(), v), s.factors);
+}
+template <chunked_weights W>
+void state_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
+  update(w, s.grads.data() + at, s.state.exp_avg.data() + at, s.state.exp_avg_sq.data() + at, s.factors);
+}
 
 /// Multi-tensor step: every group's sizes, then every group's storability, then every commit.
-template <template <class> class Plan, class State, class Options, chunked_weights W>
+template <class State, class Options, chunked_weights W>
 void step_groups(std::span<const split_group<State, W>> groups, const Options& o, const char* who) {
   o.validate();
   for (const auto& g : groups) check(*g.state, g.params->size(), g.grads.size(), who);
-  std::vector<Plan<W>> plans;
+  std::vector<step_plan<W, State, decltype(next_factors(std::declval<const State&>(), o))>> plans;
   plans.reserve(groups.size());
   for (const auto& g : groups) plans.push_back({*g.params, g.grads, *g.state, next_factors(*g.state, o)});
   for (const auto& p : plans) p.check(who);
@@ -449,17 +453,17 @@ void adam_step(W& params, std::span<const float> grads, adam_state& s, const ada
 
 /// Multi-tensor SGD: every group checked (sizes, then storability) before any is stepped.
 inline void sgd_step(std::span<const split_group<sgd_state>> groups, const sgd_options& o) {
-  detail::step_groups<detail::sgd_plan>(groups, o, "minifloat::storage::sgd_step");
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
 }
 inline void sgd_step(std::span<const split_group<sgd_state, low_tensor>> groups, const sgd_options& o) {
-  detail::step_groups<detail::sgd_plan>(groups, o, "minifloat::storage::sgd_step");
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
 }
 /// Multi-tensor Adam / AdamW: every group checked (sizes, then storability) before any is stepped.
 inline void adam_step(std::span<const split_group<adam_state>> groups, const adam_options& o) {
-  detail::step_groups<detail::adam_plan>(groups, o, "minifloat::storage::adam_step");
+  detail::step_groups(groups, o, "minifloat::storage::adam_step");
 }
 inline void adam_step(std::span<const split_group<adam_state, low_tensor>> groups, const adam_options& o) {
-  detail::step_groups<detail::adam_plan>(groups, o, "minifloat::storage::adam_step");
+  detail::step_groups(groups, o, "minifloat::storage::adam_step");
 }
 
 }  // namespace minifloat::storage
