@@ -20,9 +20,8 @@
 #   scaling    uniform with loss scaling on vs off: MLP (5 epochs) and CNN width 0.25 (2 epochs)
 #                                                                        → OUT/scaling/
 #   summary    the tables (OUT/*.md, one per part; OUT/trajectory.md: the per-step overflow
-#              trajectory of uniform at lr 0.3, seed 1) and the plots (OUT/tradeoff.png,
-#              OUT/tradeoff-cnn.png, OUT/overflow.png: MLP at lr 0.3, seed 1, uniform with and
-#              without promotion)
+#              trajectory of uniform at lr 0.3, seed 2, without and with promotion) and the plots
+#              (OUT/tradeoff.png, OUT/tradeoff-cnn.png, OUT/overflow.png: the same two runs)
 # Every run uses the reference code's rounding (--rounding nearest-away) and writes
 # CONFIG-sSEED.csv and .log; a run whose CSV already has all its epochs is skipped, so an
 # interrupted reproduction resumes. JOBS (default 2) runs at a time, under nice. Measured cost on
@@ -138,10 +137,25 @@ for part in $parts; do
         "$here/plot_tradeoff.sh" "$out/tradeoff" "$out/tradeoff.png" \
           "Fashion-MNIST, MLP 784-512-512-10, 5 epochs, 3 seeds"
       fi
-      if [ -f "$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" ]; then
+      # Seed 2: the first seed in which promotion turns a diverging run into one that trains.
+      trajectory_steps="0 20 30 60 100 139 200 250 285 300"
+      if [ -f "$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" ]; then
+        {
+          echo "uniform, lr 0.3, seed 2, no promotion:"
+          echo
+          # shellcheck disable=SC2086  # the steps are a list of words
+          "$here/summarize_trajectory.sh" "$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" $trajectory_steps
+          echo
+          echo "uniform, lr 0.3, seed 2, promotion (Θ = 0.01):"
+          echo
+          # shellcheck disable=SC2086
+          "$here/summarize_trajectory.sh" "$out/promotion/uniform-lr0.3-promo-on-s2.steps.csv" $trajectory_steps
+        } > "$out/trajectory.md"
+        echo "$out/trajectory.md:"
+        cat "$out/trajectory.md"
         "$here/plot_overflow.sh" "$out/overflow.png" 0.01 \
-          "uniform, no promotion=$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" \
-          "uniform, promotion Θ=0.01=$out/promotion/uniform-lr0.3-promo-on-s1.steps.csv"
+          "uniform, no promotion=$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" \
+          "uniform, promotion Θ=0.01=$out/promotion/uniform-lr0.3-promo-on-s2.steps.csv"
       fi
       if [ -d "$out/tradeoff-cnn" ]; then
         "$here/plot_tradeoff.sh" "$out/tradeoff-cnn" "$out/tradeoff-cnn.png" \

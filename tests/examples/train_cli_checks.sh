@@ -6,7 +6,7 @@
 #
 # Without DATA_DIR (Fashion-MNIST) only the cases that fail before the data loads run.
 set -u
-train=$1
+train=$(realpath "$1")
 data=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -53,7 +53,7 @@ expect 2 "--quiet takes no value" "${nodata[@]}" --quiet=yes
 [ -e "$tmp/a.csv" ] && { echo "FAIL: a rejected command line created its output"; failures=$((failures + 1)); }
 # Every flag the help lists is one the parser knows (CLI11 is told each block's flags).
 for flag in $("$train" --help | grep -oE '^  --[a-z0-9-]+' | sort -u); do
-  "$train" "${nodata[@]}" "$flag" 0 > /dev/null 2> "$tmp/err"
+  (cd "$tmp" && "$train" "${nodata[@]}" "$flag" 0 > /dev/null 2> "$tmp/err")  # output flags create ./0 there
   if grep -q "unknown flag" "$tmp/err"; then
     echo "FAIL: $flag is in the help but unknown to the parser"
     failures=$((failures + 1))
