@@ -11,6 +11,7 @@
 // The optimizers of optimizers.hpp step it through the same chunked interface as a split_tensor.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -59,6 +60,17 @@ class low_tensor {
     encode_packed(x, codes_.words().subspan(word_offset(start)), fmt_, o);
   }
   void next_generation() { ++generation_; }
+  /// Whether store() accepts every float: false for an all_finite format, which has no code for
+  /// NaN (±Inf saturates to ±max; store() throws std::domain_error for NaN).
+  bool stores_every_float() const { return fmt_.encoding != specials::all_finite; }
+  /// The index of the first value of x that store() would reject, or x.size().
+  std::size_t first_rejected(std::span<const float> x) const {
+    if (stores_every_float()) return x.size();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (std::isnan(x[i])) return i;
+    return x.size();
+  }
+  const format& stored_format() const { return fmt_; }
 
  private:
   static rounding checked(rounding m) {

@@ -267,6 +267,18 @@ class split_tensor {
     detail::split_into(plan_, x, start, visible_.words().subspan(word_offset(start, layout_.visible_bits())),
                        extra_.words().subspan(word_offset(start, layout_.extra_bits)));
   }
+  /// Whether store() accepts every float: false for an all_finite visible format, where NaN and
+  /// ±Inf have no code (store() throws std::domain_error for them).
+  bool stores_every_float() const { return layout_.visible.encoding != specials::all_finite; }
+  /// The index of the first value of x that store() would reject, or x.size().
+  std::size_t first_rejected(std::span<const float> x) const {
+    if (stores_every_float()) return x.size();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!std::isfinite(x[i])) return i;
+    return x.size();
+  }
+  /// The visible format (what the messages of a rejected store name).
+  const format& stored_format() const { return layout_.visible; }
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
     ++generation_;
