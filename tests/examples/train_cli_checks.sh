@@ -62,7 +62,7 @@ done
 
 if [ -n "$data" ]; then
   # --- an update the --visible format cannot store: the error names the step, the format and the tensor
-  expect 1 "step 1 \(epoch 1\), --visible fp\(6,9,bias=31\).*tensor fc1\.weight.*NaN.*nothing was changed" \
+  expect 1 "step 1 \(epoch 1\), --visible paper_fp\(6,9,0\).*tensor fc1\.weight.*NaN.*nothing was changed" \
     --data-dir "$data" --quiet --train-limit 1024 --test-limit 256 --epochs 1 --weights low-only \
     --visible 'fp(6,9,0)' --loss-scaling off --lr 1e30
 
