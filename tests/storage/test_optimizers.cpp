@@ -224,3 +224,52 @@ TEST_CASE("invalid hyperparameters and mismatched sizes throw before anything ch
   CHECK(ok.steps == 0);
   CHECK(t.generation() == 0);
 }
+
+namespace {
+/// One Adam step on one weight as PyTorch's kernels compute it, every rounding spelled out
+/// (volatile keeps the compiler from fusing a product into the next add).
+float pytorch_adam_step(float w, float g, float& m, float& v, const ms::adam_options& o, int step) {
+  const auto f = [](double x) { return static_cast<float>(x); };
+  if (o.decoupled_weight_decay) {
+    const volatile float decayed = w * f(1 - o.lr * o.weight_decay);  // param.mul_(1 - lr * wd)
+    w = decayed;
+  } else if (o.weight_decay != 0) {
+    g = std::fma(f(o.weight_decay), w, g);  // grad.add(param, alpha=wd)
+  }
+  if (o.first_moment == ms::adam_first_moment::scale_add) {
+    const volatile float scaled = m * f(o.beta1);  // exp_avg.mul_(beta1)
+    m = std::fma(f(1 - o.beta1), g, scaled);       // .add_(grad, alpha=1 - beta1)
+  } else {
+    m = std::fma(f(1 - o.beta1), g - m, m);  // lerp_(grad, 1 - beta1), weight < 0.5
+  }
+  const volatile float scaled_v = v * f(o.beta2);
+  v = std::fma(f(1 - o.beta2) * g, g, scaled_v);  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+  const double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
+  const volatile float root = std::sqrt(v) / f(std::sqrt(bc2));
+  const float denom = root + f(o.eps);
+  const volatile float quotient = f(-(o.lr / bc1)) * m / denom;  // addcdiv_: self + (value * t1) / t2
+  return w + quotient;
+}
+}  // namespace
+
+TEST_CASE("Adam's step is PyTorch's kernels bit for bit: scale_add (1.x) or lerp first moment, addcdiv order",
+          "[optimizers]") {
+  for (const auto rule : {ms::adam_first_moment::scale_add, ms::adam_first_moment::lerp}) {
+    for (const bool decoupled : {false, true}) {
+      ms::adam_options o{2e-2, 0.9, 0.999, 1e-8, 0.1, decoupled, false};
+      o.first_moment = rule;
+      std::mt19937 gen(41);
+      auto p = normal_vector(1001, 0.5f, gen);
+      auto ref = p;
+      std::vector<float> m(p.size()), v(p.size());
+      ms::adam_state s;
+      for (int step = 1; step <= 10; ++step) {
+        const auto g = normal_vector(p.size(), 1.0f, gen);
+        ms::adam_step(p, g, s, o);
+        for (std::size_t i = 0; i < p.size(); ++i) ref[i] = pytorch_adam_step(ref[i], g[i], m[i], v[i], o, step);
+        REQUIRE(bitwise_equal(p, ref));
+        REQUIRE(bitwise_equal(s.exp_avg, m));
+      }
+    }
+  }
+}
