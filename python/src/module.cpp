@@ -172,6 +172,21 @@ void bind_core(py::module_& m) {
     });
   });
 
+  // For the tests: the core's scalar entry (rounder::operator(), not the SIMD bulk kernels), one
+  // element at a time with element index o.index + i, counting as the scalar core counts.
+  m.def("scalar_quantize", [](std::uintptr_t in, std::uintptr_t out, std::size_t n, bool is_double,
+                              const format_tuple& f, const options_tuple& o) {
+    rounding_stats st;
+    const auto run = [&](auto zero) {
+      using S = decltype(zero);
+      const rounder<S> r(to_format(f), to_options(o));
+      for (std::size_t i = 0; i < n; ++i) at<S>(out)[i] = r(at<const S>(in)[i], r.first_index() + i, st);
+    };
+    if (is_double) run(0.0);
+    else run(0.0f);
+    return py::make_tuple(st.values, st.overflows, st.underflows, st.nans, st.infinities);
+  });
+
   // For bench/bench_python.py: the C++ bulk kernel on the same buffers, timed in C++ (one thread).
   m.def("time_bulk_quantize", [](std::uintptr_t in, std::uintptr_t out, std::size_t n, const format_tuple& f,
                                  const options_tuple& o) {

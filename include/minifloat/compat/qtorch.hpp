@@ -15,8 +15,10 @@
 //    v' - s. This gives subnormals of spacing 2^(min_exp - man), after a first rounding of x
 //    to float's spacing at 2^min_exp; every zero result is +0 (x - x is +0 in IEEE arithmetic).
 // Deviations, both where QPyTorch's C++ has undefined or payload-dependent behaviour: man = 23 is
-// the identity on the mantissa (QPyTorch's `1 << -1` for "nearest"), and a NaN stays a quiet NaN
-// when exp = 8 (QPyTorch adds half a step to the NaN's payload bits). Stochastic draws are ours
+// the identity on the mantissa (QPyTorch's `1 << -1` for "nearest"), and every NaN is treated
+// alike — ±max for exp < 8, a quiet NaN for exp = 8 — where QPyTorch adds half a step to the
+// payload bits (torch's default NaN 0x7fc00000 agrees; a payload whose top man + 1 bits are ones
+// carries through the exponent into the sign there and comes out as a zero of the other sign). Stochastic draws are ours
 // (counter-based, (seed, index)), with QPyTorch's distribution: P(up) = dropped bits / 2^(23-man).
 #pragma once
 
