@@ -29,6 +29,9 @@ class Operand:
                 raise TypeError(f"{who}: {name} has layout {x.layout}; only dense (strided) tensors are supported")
             self.is_torch = True
             self.tensor = x
+            # A negative-bit view (torch._neg_view) is read through a resolved copy: writes to it
+            # must go back through the tensor (see `aliases`).
+            self.aliases = not x.is_neg()
             try:
                 self.array = x.detach().resolve_conj().resolve_neg().numpy()
             except TypeError as e:  # a dtype NumPy has no counterpart for (bfloat16, ...)
@@ -37,6 +40,7 @@ class Operand:
             self.is_torch = False
             self.tensor = None
             self.array = x
+            self.aliases = True
         else:
             raise TypeError(f"{who}: {name} must be a torch.Tensor or a numpy.ndarray, not {type(x).__name__}")
         self.who = who

@@ -86,6 +86,11 @@ def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, st
         target = source
     else:
         target = _output(source, out, who)
+    if target is not None and not target.aliases:  # its array is a copy: round, then copy through torch
+        value, counts = _quantize(who, x, f, rounding, overflow, seed, index, random_bits, None, True, False)
+        with torch.no_grad():
+            target.tensor.copy_(value)
+        return (target.tensor, counts) if stats else target.tensor
     counts = []
 
     def kernel(src, dst):

@@ -135,3 +135,14 @@ def test_stats_count_overflows_underflows_nans_and_infinities():
     _, s = mf.quantize(x, mf.e4m3, overflow="saturate", stats=True)
     assert s == mf.RoundingStats(values=7, overflows=4, underflows=1, nans=1, infinities=1)
     assert s.overflow_ratio == 4 / 7
+
+
+def test_writes_reach_a_negative_view():
+    base = torch.randn(100)
+    view = torch._neg_view(base)
+    want = mf.quantize(view.clone(), mf.bfloat16)
+    mf.quantize_(view, mf.bfloat16)
+    assert torch.equal(view.clone(), want) and torch.equal(base, -want)
+    out_view = torch._neg_view(torch.zeros(100))
+    mf.quantize(base, mf.e4m3, out=out_view)
+    assert torch.equal(out_view, mf.quantize(base, mf.e4m3))
