@@ -3,7 +3,6 @@
 // minifloat/bulk.hpp, format_name.hpp and compat/qtorch.hpp; see binding.hpp for the conventions.
 #include <pybind11/stl.h>
 
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -54,18 +53,14 @@ std::size_t encode_typed(std::uintptr_t in, std::uintptr_t out, std::size_t n, c
   if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
     throw std::invalid_argument("minifloat.encode: codes of " + to_string(f) + " do not fit " +
                                 std::to_string(sizeof(C) * 8) + "-bit integers");
-  std::atomic<std::size_t> first_bad{n};
+  std::vector<std::size_t> first_bad(range_count(n, threads), n);  // per range: the first value without a code
   py::gil_scoped_release unlocked;
-  for_ranges(n, threads, [&](std::size_t, std::size_t start, std::size_t count) {
-    const std::size_t k = try_encode(span_at<const S>(in, n).subspan(start, count), span_at<C>(out, n).subspan(start, count),
-                                     r.advanced(start));
-    if (k < count) {
-      std::size_t seen = first_bad.load();
-      while (start + k < seen && !first_bad.compare_exchange_weak(seen, start + k)) {
-      }
-    }
+  for_ranges(n, threads, [&](std::size_t range, std::size_t start, std::size_t count) {
+    const std::size_t k = try_encode(span_at<const S>(in, n).subspan(start, count),
+                                     span_at<C>(out, n).subspan(start, count), r.advanced(start));
+    if (k < count) first_bad[range] = start + k;
   });
-  return first_bad.load();
+  return *std::min_element(first_bad.begin(), first_bad.end());
 }
 
 template <class S>

@@ -47,9 +47,15 @@ def test_decode_takes_any_integer_dtype_and_ignores_bits_above_the_width():
     assert mf.decode(torch.tensor([0xbc], dtype=torch.uint8), "e4m3", dtype=torch.float64).dtype == torch.float64
 
 
-def test_encode_refuses_values_without_a_code():
+def test_encode_refuses_values_without_a_code(restore_threads):
     with pytest.raises(ValueError, match="flat index 2"):
         mf.encode(torch.tensor([1.0, 2.0, float("inf")]), mf.fp_4_3_4)
+    x = torch.ones(300000)
+    x[290000] = float("nan")
+    x[250000] = float("inf")
+    torch.set_num_threads(3)  # the two values lie in different ranges: the first one is named
+    with pytest.raises(ValueError, match="flat index 250000 "):
+        mf.encode(x, mf.fp_4_3_4)
 
 
 @pytest.mark.parametrize("bits", range(1, 33))
