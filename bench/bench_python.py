@@ -83,7 +83,9 @@ def measure(args, fmt, rounding, x, x_np, out, copy_out):
     items = {
         "memcpy": lambda: timed(lambda: np.copyto(copy_out, x_np)),
         "memcpy2": lambda: with_threads(2, lambda: out.copy_(x)),
-        "cpp": lambda: _core.time_bulk_quantize(x.data_ptr(), out.data_ptr(), args.n, fmt._key, opts),
+        # torch.set_num_threads(1) first, as for the 1-thread Python call: the same state of torch's pool
+        "cpp": lambda: (torch.set_num_threads(1), _core.time_bulk_quantize(x.data_ptr(), out.data_ptr(), args.n,
+                                                                           fmt._key, opts))[1],
         "py1": lambda: with_threads(1, quantize),
         "py2": lambda: with_threads(2, quantize),
     }
