@@ -5,12 +5,13 @@
 // data pointers and element counts; nothing here makes a numeric decision — every rounding,
 // code, packing and optimizer rule is the headers'. Work is split over threads by element
 // range only; every kernel called is keyed by element index, so results are bit-identical for
-// any thread count.
+// any thread count and any assignment of pieces to threads.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -58,40 +59,44 @@ inline rounding_options to_options(const options_tuple& t) {
   return {static_cast<rounding>(mode), static_cast<overflow>(on_overflow), random_bits, seed, index};
 }
 
-/// Below this many elements a call stays on the calling thread.
-inline constexpr std::size_t min_elements_per_thread = std::size_t{1} << 16;
+/// Elements per piece of work handed to a thread (a multiple of 64).
+inline constexpr std::size_t elements_per_piece = std::size_t{1} << 16;
 
-/// How many ranges for_ranges cuts n elements into with `threads` threads.
-inline std::size_t range_count(std::size_t n, int threads) {
-  const std::size_t most = std::max<std::size_t>(1, n / min_elements_per_thread);
-  return std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), most);
+/// How many threads for_ranges uses for n elements when `threads` are allowed: one per piece at most.
+inline std::size_t worker_count(std::size_t n, int threads) {
+  const std::size_t pieces = std::max<std::size_t>(1, (n + elements_per_piece - 1) / elements_per_piece);
+  return std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), pieces);
 }
 
-/// Calls work(range, start, count) over [0, n) cut into range_count(n, threads) contiguous
-/// ranges whose starts are multiples of 64, one thread each (kernels keyed by element index give
-/// the same bits for any cut). The first exception thrown by any range is rethrown after every
-/// thread has finished.
+/// Calls work(worker, start, count) for pieces of elements_per_piece elements covering [0, n),
+/// on worker_count(n, threads) threads (the calling one included) that take the next piece as
+/// they finish one, so a thread that gets no core on a busy machine holds up no one. Kernels
+/// keyed by element index give the same bits whichever thread takes which piece; per-worker
+/// results (statistics) are combined by the caller. The first exception thrown is rethrown
+/// after every thread has finished.
 template <class Work>
 void for_ranges(std::size_t n, int threads, Work work) {
-  const std::size_t t = range_count(n, threads);
-  if (t <= 1) {
+  const std::size_t workers = worker_count(n, threads);
+  if (workers <= 1) {
     work(std::size_t{0}, std::size_t{0}, n);
     return;
   }
-  const std::size_t step = ((n + t - 1) / t + 63) / 64 * 64;
-  std::vector<std::exception_ptr> errors(t);
-  std::vector<std::thread> pool;
-  pool.reserve(t - 1);
-  const auto run = [&](std::size_t k) {
-    const std::size_t start = k * step;
-    if (start >= n) return;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(workers);
+  const auto run = [&](std::size_t worker) {
     try {
-      work(k, start, std::min(step, n - start));
+      for (std::size_t start; !failed.load(std::memory_order_relaxed) &&
+                              (start = next.fetch_add(elements_per_piece, std::memory_order_relaxed)) < n;)
+        work(worker, start, std::min(elements_per_piece, n - start));
     } catch (...) {
-      errors[k] = std::current_exception();
+      errors[worker] = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
     }
   };
-  for (std::size_t k = 1; k < t; ++k) pool.emplace_back(run, k);
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(run, w);
   run(0);
   for (auto& thread : pool) thread.join();
   for (const auto& e : errors)

@@ -30,13 +30,13 @@ template <class S>
 py::object quantize_typed(std::uintptr_t in, std::uintptr_t out, std::size_t n, const format& f,
                           const rounding_options& o, int threads, bool want_stats) {
   const rounder<S> r(f, o);  // validates before anything is written
-  std::vector<rounding_stats> stats(range_count(n, threads));  // one per range: no shared counters
+  std::vector<rounding_stats> stats(worker_count(n, threads));  // one per thread: no shared counters
   {
     py::gil_scoped_release unlocked;
-    for_ranges(n, threads, [&](std::size_t range, std::size_t start, std::size_t count) {
+    for_ranges(n, threads, [&](std::size_t worker, std::size_t start, std::size_t count) {
       const auto source = span_at<const S>(in, n).subspan(start, count);
       const auto target = span_at<S>(out, n).subspan(start, count);
-      if (want_stats) quantize(source, target, r.advanced(start), stats[range]);
+      if (want_stats) quantize(source, target, r.advanced(start), stats[worker]);  // adds to the counts
       else quantize(source, target, r.advanced(start));
     });
   }
@@ -53,12 +53,12 @@ std::size_t encode_typed(std::uintptr_t in, std::uintptr_t out, std::size_t n, c
   if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
     throw std::invalid_argument("minifloat.encode: codes of " + to_string(f) + " do not fit " +
                                 std::to_string(sizeof(C) * 8) + "-bit integers");
-  std::vector<std::size_t> first_bad(range_count(n, threads), n);  // per range: the first value without a code
+  std::vector<std::size_t> first_bad(worker_count(n, threads), n);  // per thread: the first value without a code
   py::gil_scoped_release unlocked;
-  for_ranges(n, threads, [&](std::size_t range, std::size_t start, std::size_t count) {
+  for_ranges(n, threads, [&](std::size_t worker, std::size_t start, std::size_t count) {
     const std::size_t k = try_encode(span_at<const S>(in, n).subspan(start, count),
                                      span_at<C>(out, n).subspan(start, count), r.advanced(start));
-    if (k < count) first_bad[range] = start + k;
+    if (k < count) first_bad[worker] = std::min(first_bad[worker], start + k);
   });
   return *std::min_element(first_bad.begin(), first_bad.end());
 }
