@@ -74,6 +74,13 @@ def _run_into(source, target, kernel):
     return target.array
 
 
+def mark_written(tensor):
+    """Moves a tensor's version counter on, as torch's own in-place ops do, so that autograd
+    notices the change if a graph saved the tensor (the data was written through a NumPy view)."""
+    with torch.no_grad():
+        tensor.as_strided_(tensor.size(), tensor.stride(), tensor.storage_offset())
+
+
 def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place):
     source = Operand(x, who)
     is_double = source.require_float()
@@ -86,6 +93,9 @@ def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, st
         target = source
     else:
         target = _output(source, out, who)
+    if target is not None and target.is_torch and target.tensor.requires_grad and torch.is_grad_enabled():
+        raise ValueError(f"{who}: {'x' if in_place else 'out'} requires grad; round it under torch.no_grad(), "
+                         "or use minifloat.quantize_ste for a differentiable rounding")
     if target is not None and not target.aliases:  # its array is a copy: round, then copy through torch
         value, counts = _quantize(who, x, f, rounding, overflow, seed, index, random_bits, None, True, False)
         with torch.no_grad():
@@ -98,6 +108,8 @@ def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, st
                                      stats))
 
     result = _run_into(source, target, kernel)
+    if target is not None and target.is_torch:
+        mark_written(target.tensor)
     if in_place:
         value = x
     elif target is not None:

@@ -146,3 +146,20 @@ def test_writes_reach_a_negative_view():
     out_view = torch._neg_view(torch.zeros(100))
     mf.quantize(base, mf.e4m3, out=out_view)
     assert torch.equal(out_view, mf.quantize(base, mf.e4m3))
+
+
+def test_in_place_rounding_moves_the_version_counter_and_refuses_tensors_autograd_tracks():
+    w = torch.nn.Parameter(torch.randn(10))
+    with pytest.raises(ValueError, match="requires grad"):
+        mf.quantize_(w, mf.bfloat16)
+    with torch.no_grad():
+        version = w._version
+        mf.quantize_(w, mf.bfloat16)
+    assert w._version > version and torch.equal(w.detach(), mf.quantize(w.detach(), mf.bfloat16))
+    # A graph that saved the tensor notices the change, as after any in-place op.
+    x = torch.randn(10, requires_grad=True)
+    y = x.exp()
+    with torch.no_grad():
+        mf.quantize_(y, mf.e4m3)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
