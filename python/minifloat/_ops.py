@@ -74,6 +74,11 @@ def _run_into(source, target, kernel):
     return target.array
 
 
+def _overlaps_itself(array):
+    """True when two elements of array share memory through a zero stride (expand, broadcast_to)."""
+    return any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
+
+
 def mark_written(tensor):
     """Moves a tensor's version counter on, as torch's own in-place ops do, so that autograd
     notices the change if a graph saved the tensor (the data was written through a NumPy view)."""
@@ -93,6 +98,9 @@ def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, st
         target = source
     else:
         target = _output(source, out, who)
+    if target is not None and _overlaps_itself(target.array):
+        raise ValueError(f"{who}: {'x' if in_place else 'out'} has elements that share memory (an expanded "
+                         "tensor or broadcast array); write into a tensor with one location per element")
     if target is not None and target.is_torch and target.tensor.requires_grad and torch.is_grad_enabled():
         raise ValueError(f"{who}: {'x' if in_place else 'out'} requires grad; round it under torch.no_grad(), "
                          "or use minifloat.quantize_ste for a differentiable rounding")

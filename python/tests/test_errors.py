@@ -86,3 +86,13 @@ def test_a_failed_in_place_call_on_a_strided_view_writes_nothing():
     with pytest.raises(ValueError):
         mf.quantize_(base.t(), mf.e4m3, "stochastic", random_bits=99)
     assert torch.equal(base, before)
+
+
+def test_writing_into_an_expanded_tensor_is_refused():
+    base = torch.randn(1, 10)
+    wide = base.expand(4, 10)
+    with pytest.raises(ValueError, match="share memory"):
+        mf.quantize_(wide, mf.e4m3, "stochastic")
+    with pytest.raises(ValueError, match="share memory"):
+        mf.quantize(torch.randn(4, 10), mf.e4m3, out=torch.zeros(1, 10).expand(4, 10))
+    assert mf.quantize(wide, mf.e4m3).shape == (4, 10)  # reading one is fine
