@@ -18,7 +18,7 @@ from ._formats import as_format
 
 SPLIT_MODES = tuple(_core.split_mode_names)
 COMPUTE = ("restored", "visible")
-FIRST_MOMENT = ("lerp", "scale_add")  # adam_first_moment order
+FIRST_MOMENT = tuple(_core.first_moment_names)
 
 
 class SplitStorage:
@@ -71,19 +71,23 @@ class _StoredOptimizer(torch.optim.Optimizer):
 
     def add_param_group(self, param_group):
         super().add_param_group(param_group)
-        for p in self.param_groups[-1]["params"]:
-            self._adopt(p)
+        params = self.param_groups[-1]["params"]
+        try:  # every parameter is checked and stored before any parameter is written
+            stored = [self._store(p, self._adopted + i) for i, p in enumerate(params)]
+        except Exception:
+            self.param_groups.pop()
+            raise
+        self._adopted += len(params)
+        for p, weights in zip(params, stored):
+            self.state[p]["weights"] = weights
+            self._write_compute_copy(p, weights)
 
-    def _adopt(self, p):
+    def _store(self, p, i):
         if p.device.type != "cpu":
             raise TypeError(f"{self._who}: a parameter on {p.device.type}; this build keeps weights on the CPU")
         if p.dtype != torch.float32:
             raise TypeError(f"{self._who}: a parameter of dtype {p.dtype}; split and low storage hold float32 weights")
-        values = np.ascontiguousarray(p.detach().numpy())
-        state = self.state[p]
-        state["weights"] = self._storage.make(values, _seed_of(self._seed, self._adopted))
-        self._adopted += 1
-        self._write_compute_copy(p, state["weights"])
+        return self._storage.make(np.ascontiguousarray(p.detach().numpy()), _seed_of(self._seed, i))
 
     def _write_compute_copy(self, p, weights):
         copy = np.empty(weights.size, dtype=np.float32)

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
+#include <string>
 #include <span>
 #include <thread>
 #include <tuple>
@@ -37,14 +39,27 @@ std::span<T> span_at(std::uintptr_t address, std::size_t count) {
   return {at<T>(address), count};
 }
 
+/// The names Python accepts for each enumerator, in enumerator order: the Python layer looks
+/// names up in these tables (exported as _core.rounding_names, ...), so a mode, policy or
+/// encoding added to the headers needs a name here and nothing in Python.
+inline const std::vector<std::string> rounding_names{"nearest_even", "nearest_away", "toward_zero", "stochastic"};
+inline const std::vector<std::string> overflow_names{"saturate", "infinity"};
+inline const std::vector<std::string> specials_names{"ieee", "nan_only", "all_finite"};
+
+/// The enumerator at `index` of a name table; std::invalid_argument when there is none.
+template <class E>
+E enumerator(int index, const std::vector<std::string>& names, const char* what) {
+  if (index < 0 || static_cast<std::size_t>(index) >= names.size())
+    throw std::invalid_argument(std::string("minifloat: ") + what + " index " + std::to_string(index) + " is unknown");
+  return static_cast<E>(index);
+}
+
 /// (exponent_bits, mantissa_bits, bias, subnormals, specials index) as the Python Format holds it.
 using format_tuple = std::tuple<int, int, int, bool, int>;
 
 inline format to_format(const format_tuple& t) {
   const auto [e, m, bias, subnormals, encoding] = t;
-  if (encoding < 0 || encoding > static_cast<int>(specials::all_finite))
-    throw std::invalid_argument("minifloat.format: specials index " + std::to_string(encoding) + " is unknown");
-  return format{e, m, bias, subnormals, static_cast<specials>(encoding)};
+  return format{e, m, bias, subnormals, enumerator<specials>(encoding, specials_names, "specials")};
 }
 
 /// (mode index, overflow index, random_bits, seed, index) as the Python layer passes them.
@@ -52,11 +67,8 @@ using options_tuple = std::tuple<int, int, int, std::uint64_t, std::uint64_t>;
 
 inline rounding_options to_options(const options_tuple& t) {
   const auto [mode, on_overflow, random_bits, seed, index] = t;
-  if (mode < 0 || mode > static_cast<int>(rounding::stochastic))
-    throw std::invalid_argument("minifloat: rounding index " + std::to_string(mode) + " is unknown");
-  if (on_overflow < 0 || on_overflow > static_cast<int>(overflow::infinity))
-    throw std::invalid_argument("minifloat: overflow index " + std::to_string(on_overflow) + " is unknown");
-  return {static_cast<rounding>(mode), static_cast<overflow>(on_overflow), random_bits, seed, index};
+  return {enumerator<rounding>(mode, rounding_names, "rounding"), enumerator<overflow>(on_overflow, overflow_names, "overflow"),
+          random_bits, seed, index};
 }
 
 /// Elements per piece of work handed to a thread (a multiple of 64).

@@ -17,11 +17,6 @@ namespace minifloat::python {
 
 namespace {
 
-/// The names Python accepts for each enumerator, in enumerator order (Python looks names up here).
-const std::vector<std::string> rounding_names{"nearest_even", "nearest_away", "toward_zero", "stochastic"};
-const std::vector<std::string> overflow_names{"saturate", "infinity"};
-const std::vector<std::string> specials_names{"ieee", "nan_only", "all_finite"};
-
 format_tuple to_tuple(const format& f) {
   return {f.exponent_bits, f.mantissa_bits, f.exponent_bias, f.subnormals, static_cast<int>(f.encoding)};
 }

@@ -23,6 +23,11 @@ namespace {
 
 namespace ms = minifloat::storage;
 
+// Name tables in enumerator order (see binding.hpp).
+const std::vector<std::string> gecko_variant_names{"faithful", "improved"};
+const std::vector<std::string> split_mode_names{"truncate", "stochastic"};
+const std::vector<std::string> first_moment_names{"lerp", "scale_add"};
+
 /// Values handed to the packer, widened to 32 bits a block at a time (their bits zero-extended:
 /// an int16 code -1 is 0xffff). Values of 8-byte items above 32 bits are reported as too wide.
 class widened_values {
@@ -87,10 +92,7 @@ py::array_t<std::uint8_t> to_array(const std::vector<std::uint8_t>& bytes) {
 
 [[noreturn]] void gecko_failure(ms::gecko_errc e) { throw std::invalid_argument(std::string(ms::gecko_message(e))); }
 
-ms::gecko_variant to_variant(int v) {
-  if (v != 0 && v != 1) throw std::invalid_argument("minifloat.gecko: variant index " + std::to_string(v) + " is unknown");
-  return static_cast<ms::gecko_variant>(v);
-}
+ms::gecko_variant to_variant(int v) { return enumerator<ms::gecko_variant>(v, gecko_variant_names, "gecko variant"); }
 
 /// Split storage for one parameter tensor.
 struct split_weights {
@@ -99,8 +101,7 @@ struct split_weights {
                 std::uint64_t seed)
       : tensor(span_at<const float>(values, n), layout(visible, extra_bits, mode), seed) {}
   static ms::split_layout layout(const format_tuple& visible, int extra_bits, int mode) {
-    if (mode != 0 && mode != 1) throw std::invalid_argument("minifloat.optim: split mode index " + std::to_string(mode));
-    return {to_format(visible), extra_bits, static_cast<ms::split_mode>(mode)};
+    return {to_format(visible), extra_bits, enumerator<ms::split_mode>(mode, split_mode_names, "split mode")};
   }
   std::size_t nbytes() const { return (tensor.visible().words().size() + tensor.extra().words().size()) * 4; }
   void restore(std::uintptr_t out) const { tensor.reconstruct(span_at<float>(out, tensor.size())); }
@@ -112,11 +113,7 @@ struct low_weights {
   ms::low_tensor tensor;
   low_weights(std::uintptr_t values, std::size_t n, const format_tuple& f, int mode, std::uint64_t seed)
       : tensor(span_at<const float>(values, n), to_format(f), checked_mode(mode), seed) {}
-  static rounding checked_mode(int mode) {
-    if (mode < 0 || mode > static_cast<int>(rounding::stochastic))
-      throw std::invalid_argument("minifloat.optim: rounding index " + std::to_string(mode));
-    return static_cast<rounding>(mode);
-  }
+  static rounding checked_mode(int mode) { return enumerator<rounding>(mode, rounding_names, "rounding"); }
   std::size_t nbytes() const { return tensor.codes().words().size() * 4; }
   void restore(std::uintptr_t out) const { tensor.decode(span_at<float>(out, tensor.size())); }
 };
@@ -132,10 +129,8 @@ ms::sgd_options sgd_opts(double lr, double momentum, double dampening, double we
 }
 ms::adam_options adam_opts(double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
                            bool maximize, int first_moment) {
-  if (first_moment != 0 && first_moment != 1)
-    throw std::invalid_argument("minifloat.optim: first-moment rule index " + std::to_string(first_moment));
   ms::adam_options o{lr, beta1, beta2, eps, weight_decay, decoupled, maximize};
-  o.first_moment = static_cast<ms::adam_first_moment>(first_moment);
+  o.first_moment = enumerator<ms::adam_first_moment>(first_moment, first_moment_names, "first-moment rule");
   return o;
 }
 
@@ -158,8 +153,9 @@ void bind_steps(py::module_& m) {
 }  // namespace
 
 void bind_storage(py::module_& m) {
-  m.attr("gecko_variant_names") = std::vector<std::string>{"faithful", "improved"};  // gecko_variant order
-  m.attr("split_mode_names") = std::vector<std::string>{"truncate", "stochastic"};    // split_mode order
+  m.attr("gecko_variant_names") = gecko_variant_names;
+  m.attr("split_mode_names") = split_mode_names;
+  m.attr("first_moment_names") = first_moment_names;
   m.def("packed_words", [](std::size_t n, int bits) { return ms::packed_words(n, bits); });
   m.def("pack", &pack_codes);
   m.def("unpack", [](std::uintptr_t words, std::size_t nwords, int bits, std::size_t count, std::uintptr_t out) {

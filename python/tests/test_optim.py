@@ -119,5 +119,20 @@ def test_optimizer_errors():
         mf.optim.SGD([p], lr=0.1, storage=mf.optim.SplitStorage(mf.binary16, 20))
     with pytest.raises(TypeError):
         mf.optim.SGD([p], lr=0.1, storage="bf16")
+    with pytest.raises(ValueError, match="nearest_even or stochastic"):
+        mf.optim.SGD([p], lr=0.1, storage=mf.optim.LowStorage(mf.e4m3, "toward_zero"))
     with pytest.raises(NotImplementedError):
         mf.optim.SGD([p], lr=0.1).state_dict()
+
+
+def test_a_failed_construction_or_param_group_leaves_every_parameter_as_it_was():
+    a = torch.nn.Parameter(torch.randn(50))
+    b = torch.nn.Parameter(torch.randn(50, dtype=torch.float64))
+    before = a.detach().clone()
+    with pytest.raises(TypeError, match="float64"):
+        mf.optim.SGD([a, b], lr=0.1, storage=mf.optim.LowStorage(mf.e4m3))
+    assert torch.equal(a.detach(), before)
+    optimizer = mf.optim.SGD([torch.nn.Parameter(torch.randn(5))], lr=0.1)
+    with pytest.raises(TypeError):
+        optimizer.add_param_group({"params": [a, b]})
+    assert torch.equal(a.detach(), before) and len(optimizer.param_groups) == 1
