@@ -34,6 +34,21 @@ class SplitStorage:
     def make(self, values, seed):
         return _core.SplitWeights(values.ctypes.data, values.size, self.visible._key, self.extra_bits, self.mode, seed)
 
+    def describe(self):
+        return {"kind": "split", "visible": self.visible._key, "extra_bits": self.extra_bits,
+                "mode": SPLIT_MODES[self.mode]}
+
+    def save(self, weights):
+        visible, extra, size, seed, generation = weights.parts()
+        return {"visible_words": _words_tensor(visible), "extra_words": _words_tensor(extra), "size": size,
+                "seed": seed, "generation": generation}
+
+    def load(self, entry):
+        visible, extra = _words_array(entry["visible_words"]), _words_array(entry["extra_words"])
+        return _core.SplitWeights.from_parts(self.visible._key, self.extra_bits, self.mode, entry["seed"],
+                                             entry["generation"], entry["size"], visible.ctypes.data, visible.size,
+                                             extra.ctypes.data, extra.size)
+
     def __repr__(self):
         return f"SplitStorage({self.visible!r}, extra_bits={self.extra_bits}, mode={SPLIT_MODES[self.mode]!r})"
 
@@ -49,8 +64,37 @@ class LowStorage:
     def make(self, values, seed):
         return _core.LowWeights(values.ctypes.data, values.size, self.fmt._key, self.rounding, seed)
 
+    def describe(self):
+        return {"kind": "low", "format": self.fmt._key, "rounding": _core.rounding_names[self.rounding]}
+
+    def save(self, weights):
+        codes, size, seed, generation = weights.parts()
+        return {"code_words": _words_tensor(codes), "size": size, "seed": seed, "generation": generation}
+
+    def load(self, entry):
+        codes = _words_array(entry["code_words"])
+        return _core.LowWeights.from_parts(self.fmt._key, self.rounding, entry["seed"], entry["generation"],
+                                           entry["size"], codes.ctypes.data, codes.size)
+
     def __repr__(self):
         return f"LowStorage({self.fmt!r}, rounding={_core.rounding_names[self.rounding]!r})"
+
+
+def _words_tensor(words):
+    """uint32 words as an int32 tensor (torch 1.13 has no uint32), for torch.save."""
+    return torch.from_numpy(words.view(np.int32))
+
+
+def _words_array(tensor):
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int32 or tensor.dim() != 1:
+        raise ValueError("minifloat.optim.load_state_dict: stored words must be a 1-D int32 tensor")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy()).view(np.uint32)
+
+
+def _float_array(tensor, what):
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
+        raise ValueError(f"minifloat.optim.load_state_dict: {what} must be a float32 tensor")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy()).reshape(-1)
 
 
 def _seed_of(seed, i):
@@ -129,12 +173,53 @@ class _StoredOptimizer(torch.optim.Optimizer):
         compute = sum(p.numel() * p.element_size() for g in self.param_groups for p in g["params"])
         return {"weights": weights, "state": state, "compute_copy": compute, "total": weights + state + compute}
 
+    def _parameters(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
     def state_dict(self):
-        raise NotImplementedError(f"{self._who}: the stored weights live in C++ objects; saving an optimizer's "
-                                  "state is not supported yet (save the model's parameters instead)")
+        """torch.optim's layout — {"state": {index: ...}, "param_groups": [...]} — holding the stored
+        weights exactly (code words, extra-bit words, seed, generation), the optimizer state and
+        the storage description; torch.save writes it."""
+        index = {id(p): i for i, p in enumerate(self._parameters())}
+        state = {}
+        for p in self._parameters():
+            s = self.state[p]
+            entry = {"weights": self._storage.save(s["weights"])}
+            if "optimizer" in s:
+                entry["optimizer"] = self._save_state(s["optimizer"])
+            state[index[id(p)]] = entry
+        groups = [dict(group, params=[index[id(p)] for p in group["params"]]) for group in self.param_groups]
+        return {"state": state, "param_groups": groups, "storage": self._storage.describe()}
 
     def load_state_dict(self, state_dict):
-        raise NotImplementedError(f"{self._who}: loading an optimizer's state is not supported yet")
+        """Restores what state_dict() saved into an optimizer over the same parameters and storage,
+        and writes the compute copies into the parameters. Everything is checked first: on a
+        ValueError nothing has changed."""
+        who = f"{self._who}.load_state_dict"
+        if state_dict.get("storage") != self._storage.describe():
+            raise ValueError(f"{who}: the checkpoint's storage {state_dict.get('storage')} is not this optimizer's "
+                             f"{self._storage.describe()}")
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(g["params"]) != len(mine["params"]) for g, mine in zip(groups, self.param_groups)):
+            raise ValueError(f"{who}: the checkpoint's parameter groups differ from this optimizer's")
+        restored = []
+        for i, p in enumerate(self._parameters()):
+            entry = state_dict["state"].get(i)
+            if entry is None:
+                raise ValueError(f"{who}: no stored weights for parameter {i}")
+            weights = self._storage.load(entry["weights"])
+            if weights.size != p.numel():
+                raise ValueError(f"{who}: parameter {i} has {p.numel()} values, the checkpoint {weights.size}")
+            optimizer = self._load_state(entry["optimizer"], p.numel(), who) if "optimizer" in entry else None
+            restored.append((p, weights, optimizer))
+        for group, saved in zip(self.param_groups, groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        for p, weights, optimizer in restored:
+            self.state[p] = {"weights": weights}
+            if optimizer is not None:
+                self.state[p]["optimizer"] = optimizer
+            self._write_compute_copy(p, weights)
 
 
 class SGD(_StoredOptimizer):
@@ -152,6 +237,19 @@ class SGD(_StoredOptimizer):
     def _check(self, group):
         _core.check_sgd(group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
                         group["maximize"])
+
+    @staticmethod
+    def _save_state(s):
+        return {"momentum_buffer": torch.from_numpy(s.momentum_buffer()), "steps": s.steps}
+
+    @staticmethod
+    def _load_state(entry, n, who):
+        buffer = _float_array(entry["momentum_buffer"], "momentum_buffer")
+        if buffer.size not in (0, n):
+            raise ValueError(f"{who}: a momentum buffer of {buffer.size} values for {n} parameters")
+        s = _core.SgdState()
+        s.set(buffer.ctypes.data, buffer.size, int(entry["steps"]))
+        return s
 
     def _step_one(self, state, grad, group):
         s = state.setdefault("optimizer", _core.SgdState())
@@ -185,6 +283,21 @@ class Adam(_StoredOptimizer):
     def _check(self, group):
         _core.check_adam(group["lr"], group["betas"][0], group["betas"][1], group["eps"], group["weight_decay"],
                          self._decoupled, group["maximize"], group["first_moment"])
+
+    @staticmethod
+    def _save_state(s):
+        return {"exp_avg": torch.from_numpy(s.exp_avg()), "exp_avg_sq": torch.from_numpy(s.exp_avg_sq()),
+                "steps": s.steps}
+
+    @staticmethod
+    def _load_state(entry, n, who):
+        m = _float_array(entry["exp_avg"], "exp_avg")
+        v = _float_array(entry["exp_avg_sq"], "exp_avg_sq")
+        if m.size != v.size or m.size not in (0, n):
+            raise ValueError(f"{who}: moments of {m.size} and {v.size} values for {n} parameters")
+        s = _core.AdamState()
+        s.set(m.ctypes.data, v.ctypes.data, m.size, int(entry["steps"]))
+        return s
 
     def _step_one(self, state, grad, group):
         s = state.setdefault("optimizer", _core.AdamState())

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <minifloat/storage/bitpack.hpp>
 #include <minifloat/storage/gecko.hpp>
@@ -94,12 +95,35 @@ py::array_t<std::uint8_t> to_array(const std::vector<std::uint8_t>& bytes) {
 
 ms::gecko_variant to_variant(int v) { return enumerator<ms::gecko_variant>(v, gecko_variant_names, "gecko variant"); }
 
+py::array_t<std::uint32_t> words_of(const ms::packed_array& a) {
+  py::array_t<std::uint32_t> out(static_cast<py::ssize_t>(a.words().size()));
+  if (!a.words().empty()) std::memcpy(out.mutable_data(), a.words().data(), a.words().size() * sizeof(std::uint32_t));
+  return out;
+}
+ms::packed_array array_of(std::uintptr_t words, std::size_t nwords, std::size_t size, int bits) {
+  return ms::packed_array::from_words(span_at<const std::uint32_t>(words, nwords), size, bits);
+}
+
 /// Split storage for one parameter tensor.
 struct split_weights {
   ms::split_tensor tensor;
   split_weights(std::uintptr_t values, std::size_t n, const format_tuple& visible, int extra_bits, int mode,
                 std::uint64_t seed)
       : tensor(span_at<const float>(values, n), layout(visible, extra_bits, mode), seed) {}
+  explicit split_weights(ms::split_tensor t) : tensor(std::move(t)) {}
+  /// (visible words, extra words, size, seed, generation): what from_parts takes back.
+  py::tuple parts() const {
+    return py::make_tuple(words_of(tensor.visible()), words_of(tensor.extra()), tensor.size(), tensor.seed(),
+                          tensor.generation());
+  }
+  static split_weights from_parts(const format_tuple& visible, int extra_bits, int mode, std::uint64_t seed,
+                                  std::uint64_t generation, std::size_t size, std::uintptr_t visible_words,
+                                  std::size_t visible_count, std::uintptr_t extra_words, std::size_t extra_count) {
+    const ms::split_layout l = layout(visible, extra_bits, mode);
+    return split_weights(ms::split_tensor::from_parts(l, seed, generation,
+                                                      array_of(visible_words, visible_count, size, l.visible_bits()),
+                                                      array_of(extra_words, extra_count, size, l.extra_bits)));
+  }
   static ms::split_layout layout(const format_tuple& visible, int extra_bits, int mode) {
     return {to_format(visible), extra_bits, enumerator<ms::split_mode>(mode, split_mode_names, "split mode")};
   }
@@ -113,6 +137,17 @@ struct low_weights {
   ms::low_tensor tensor;
   low_weights(std::uintptr_t values, std::size_t n, const format_tuple& f, int mode, std::uint64_t seed)
       : tensor(span_at<const float>(values, n), to_format(f), checked_mode(mode), seed) {}
+  explicit low_weights(ms::low_tensor t) : tensor(std::move(t)) {}
+  /// (code words, size, seed, generation): what from_parts takes back.
+  py::tuple parts() const {
+    return py::make_tuple(words_of(tensor.codes()), tensor.size(), tensor.seed(), tensor.generation());
+  }
+  static low_weights from_parts(const format_tuple& f, int mode, std::uint64_t seed, std::uint64_t generation,
+                                std::size_t size, std::uintptr_t words, std::size_t count) {
+    const format fmt = to_format(f);
+    return low_weights(ms::low_tensor::from_parts(fmt, checked_mode(mode), seed, generation,
+                                                  array_of(words, count, size, ms::code_bits(fmt, ms::sign_storage::stored))));
+  }
   static rounding checked_mode(int mode) { return enumerator<rounding>(mode, rounding_names, "rounding"); }
   std::size_t nbytes() const { return tensor.codes().words().size() * 4; }
   void restore(std::uintptr_t out) const { tensor.decode(span_at<float>(out, tensor.size())); }
@@ -198,26 +233,40 @@ void bind_storage(py::module_& m) {
       .def_property_readonly("nbytes", &split_weights::nbytes)
       .def_property_readonly("generation", [](const split_weights& w) { return w.tensor.generation(); })
       .def("restore", &split_weights::restore)
-      .def("visible", &split_weights::visible);
+      .def("visible", &split_weights::visible)
+      .def("parts", &split_weights::parts)
+      .def_static("from_parts", &split_weights::from_parts);
   py::class_<low_weights>(m, "LowWeights")
       .def(py::init<std::uintptr_t, std::size_t, const format_tuple&, int, std::uint64_t>())
       .def_property_readonly("size", [](const low_weights& w) { return w.tensor.size(); })
       .def_property_readonly("nbytes", &low_weights::nbytes)
       .def_property_readonly("generation", [](const low_weights& w) { return w.tensor.generation(); })
       .def("restore", &low_weights::restore)
-      .def("visible", &low_weights::restore);
+      .def("visible", &low_weights::restore)
+      .def("parts", &low_weights::parts)
+      .def_static("from_parts", &low_weights::from_parts);
   py::class_<ms::sgd_state>(m, "SgdState")
       .def(py::init<>())
       .def_readonly("steps", &ms::sgd_state::steps)
       .def_property_readonly("nbytes", [](const ms::sgd_state& s) { return s.momentum_buffer.size() * sizeof(float); })
-      .def("momentum_buffer", [](const ms::sgd_state& s) { return copy_of(s.momentum_buffer); });
+      .def("momentum_buffer", [](const ms::sgd_state& s) { return copy_of(s.momentum_buffer); })
+      .def("set", [](ms::sgd_state& s, std::uintptr_t buffer, std::size_t n, std::int64_t steps) {
+        s.momentum_buffer.assign(at<const float>(buffer), at<const float>(buffer) + n);
+        s.steps = steps;
+      });
   py::class_<ms::adam_state>(m, "AdamState")
       .def(py::init<>())
       .def_readonly("steps", &ms::adam_state::steps)
       .def_property_readonly("nbytes",
                              [](const ms::adam_state& s) { return (s.exp_avg.size() + s.exp_avg_sq.size()) * sizeof(float); })
       .def("exp_avg", [](const ms::adam_state& s) { return copy_of(s.exp_avg); })
-      .def("exp_avg_sq", [](const ms::adam_state& s) { return copy_of(s.exp_avg_sq); });
+      .def("exp_avg_sq", [](const ms::adam_state& s) { return copy_of(s.exp_avg_sq); })
+      .def("set", [](ms::adam_state& s, std::uintptr_t exp_avg, std::uintptr_t exp_avg_sq, std::size_t n,
+                     std::int64_t steps) {
+        s.exp_avg.assign(at<const float>(exp_avg), at<const float>(exp_avg) + n);
+        s.exp_avg_sq.assign(at<const float>(exp_avg_sq), at<const float>(exp_avg_sq) + n);
+        s.steps = steps;
+      });
   m.def("check_sgd", [](double lr, double momentum, double dampening, double weight_decay, bool nesterov, bool maximize) {
     sgd_opts(lr, momentum, dampening, weight_decay, nesterov, maximize).validate();
   });
