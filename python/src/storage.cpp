@@ -151,6 +151,7 @@ struct low_weights {
   static rounding checked_mode(int mode) { return enumerator<rounding>(mode, rounding_names, "rounding"); }
   std::size_t nbytes() const { return tensor.codes().words().size() * 4; }
   void restore(std::uintptr_t out) const { tensor.decode(span_at<float>(out, tensor.size())); }
+  void visible(std::uintptr_t out) const { restore(out); }  // the stored values are the visible ones
 };
 
 py::array_t<float> copy_of(const std::vector<float>& v) {
@@ -167,6 +168,21 @@ ms::adam_options adam_opts(double lr, double beta1, double beta2, double eps, do
   ms::adam_options o{lr, beta1, beta2, eps, weight_decay, decoupled, maximize};
   o.first_moment = enumerator<ms::adam_first_moment>(first_moment, first_moment_names, "first-moment rule");
   return o;
+}
+
+/// The Python class of a weight store: built from values (init) or from_parts, read back as the
+/// restored or visible values, its parts and its size in bytes.
+template <class W, class Init>
+void bind_weights(py::module_& m, const char* name, Init init) {
+  py::class_<W>(m, name)
+      .def(init)
+      .def_property_readonly("size", [](const W& w) { return w.tensor.size(); })
+      .def_property_readonly("nbytes", &W::nbytes)
+      .def_property_readonly("generation", [](const W& w) { return w.tensor.generation(); })
+      .def("restore", &W::restore)
+      .def("visible", &W::visible)
+      .def("parts", &W::parts)
+      .def_static("from_parts", &W::from_parts);
 }
 
 template <class W>
@@ -227,24 +243,9 @@ void bind_storage(py::module_& m) {
       gecko_failure(e);
   });
 
-  py::class_<split_weights>(m, "SplitWeights")
-      .def(py::init<std::uintptr_t, std::size_t, const format_tuple&, int, int, std::uint64_t>())
-      .def_property_readonly("size", [](const split_weights& w) { return w.tensor.size(); })
-      .def_property_readonly("nbytes", &split_weights::nbytes)
-      .def_property_readonly("generation", [](const split_weights& w) { return w.tensor.generation(); })
-      .def("restore", &split_weights::restore)
-      .def("visible", &split_weights::visible)
-      .def("parts", &split_weights::parts)
-      .def_static("from_parts", &split_weights::from_parts);
-  py::class_<low_weights>(m, "LowWeights")
-      .def(py::init<std::uintptr_t, std::size_t, const format_tuple&, int, std::uint64_t>())
-      .def_property_readonly("size", [](const low_weights& w) { return w.tensor.size(); })
-      .def_property_readonly("nbytes", &low_weights::nbytes)
-      .def_property_readonly("generation", [](const low_weights& w) { return w.tensor.generation(); })
-      .def("restore", &low_weights::restore)
-      .def("visible", &low_weights::restore)
-      .def("parts", &low_weights::parts)
-      .def_static("from_parts", &low_weights::from_parts);
+  bind_weights<split_weights>(m, "SplitWeights",
+                              py::init<std::uintptr_t, std::size_t, const format_tuple&, int, int, std::uint64_t>());
+  bind_weights<low_weights>(m, "LowWeights", py::init<std::uintptr_t, std::size_t, const format_tuple&, int, std::uint64_t>());
   py::class_<ms::sgd_state>(m, "SgdState")
       .def(py::init<>())
       .def_readonly("steps", &ms::sgd_state::steps)
