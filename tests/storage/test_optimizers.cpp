@@ -412,3 +412,93 @@ TEST_CASE("an all-finite step's fast path (a bound from magnitudes) and its scra
   ms::adam_step(t, g, a, {});
   CHECK(a.steps == 1);
 }
+
+namespace {
+/// One Adam step on one weight as PyTorch's kernels compute it, every rounding spelled out
+/// (volatile keeps the compiler from fusing a product into the next add).
+float pytorch_adam_step(float w, float g, float& m, float& v, const ms::adam_options& o, int step) {
+  const auto f = [](double x) { return static_cast<float>(x); };
+  if (o.decoupled_weight_decay) {
+    const volatile float decayed = w * f(1 - o.lr * o.weight_decay);  // param.mul_(1 - lr * wd)
+    w = decayed;
+  } else if (o.weight_decay != 0) {
+    g = std::fma(f(o.weight_decay), w, g);  // grad.add(param, alpha=wd)
+  }
+  if (o.first_moment == ms::adam_first_moment::scale_add) {
+    const volatile float scaled = m * f(o.beta1);  // exp_avg.mul_(beta1)
+    m = std::fma(f(1 - o.beta1), g, scaled);       // .add_(grad, alpha=1 - beta1)
+  } else {
+    m = std::fma(f(1 - o.beta1), g - m, m);  // lerp_(grad, 1 - beta1), weight < 0.5
+  }
+  const volatile float scaled_v = v * f(o.beta2);
+  v = std::fma(f(1 - o.beta2) * g, g, scaled_v);  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+  const double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
+  const volatile float root = std::sqrt(v) / f(std::sqrt(bc2));
+  const float denom = root + f(o.eps);
+  const volatile float quotient = f(-(o.lr / bc1)) * m / denom;  // addcdiv_: self + (value * t1) / t2
+  return w + quotient;
+}
+}  // namespace
+
+TEST_CASE("Adam's step is PyTorch's kernels bit for bit: scale_add (1.x) or lerp first moment, addcdiv order",
+          "[optimizers]") {
+  for (const auto rule : {ms::adam_first_moment::scale_add, ms::adam_first_moment::lerp}) {
+    for (const bool decoupled : {false, true}) {
+      ms::adam_options o{2e-2, 0.9, 0.999, 1e-8, 0.1, decoupled, false};
+      o.first_moment = rule;
+      std::mt19937 gen(41);
+      auto p = normal_vector(1001, 0.5f, gen);
+      auto ref = p;
+      std::vector<float> m(p.size()), v(p.size());
+      ms::adam_state s;
+      for (int step = 1; step <= 10; ++step) {
+        const auto g = normal_vector(p.size(), 1.0f, gen);
+        ms::adam_step(p, g, s, o);
+        for (std::size_t i = 0; i < p.size(); ++i) ref[i] = pytorch_adam_step(ref[i], g[i], m[i], v[i], o, step);
+        REQUIRE(bitwise_equal(p, ref));
+        REQUIRE(bitwise_equal(s.exp_avg, m));
+      }
+    }
+  }
+}
+
+TEST_CASE("a split or low tensor rebuilt from its parts continues bit for bit, stochastic draws included",
+          "[optimizers]") {
+  std::mt19937 gen(61);
+  auto w0 = normal_vector(1000, 0.1f, gen);
+  const ms::split_layout layout{minifloat::binary16, 6, ms::split_mode::stochastic};
+  ms::split_tensor split(w0, layout, 9);
+  ms::low_tensor low(w0, minifloat::bfloat16, minifloat::rounding::stochastic, 9);
+  ms::sgd_state split_state, low_state;
+  const ms::sgd_options o{0.05, 0.9, 0, 1e-4, false, false};
+  for (int step = 0; step < 3; ++step) {
+    const auto g = normal_vector(w0.size(), 0.01f, gen);
+    ms::sgd_step(split, g, split_state, o);
+    ms::sgd_step(low, g, low_state, o);
+  }
+  auto split_copy = ms::split_tensor::from_parts(split.layout(), split.seed(), split.generation(), split.visible(),
+                                                 split.extra());
+  auto low_copy = ms::low_tensor::from_parts(low.fmt(), low.mode(), low.seed(), low.generation(), low.codes());
+  ms::sgd_state split_copy_state = split_state, low_copy_state = low_state;
+  for (int step = 0; step < 3; ++step) {
+    const auto g = normal_vector(w0.size(), 0.01f, gen);
+    ms::sgd_step(split, g, split_state, o);
+    ms::sgd_step(split_copy, g, split_copy_state, o);
+    ms::sgd_step(low, g, low_state, o);
+    ms::sgd_step(low_copy, g, low_copy_state, o);
+    REQUIRE(split_copy.visible() == split.visible());
+    REQUIRE(split_copy.extra() == split.extra());
+    REQUIRE(low_copy.codes() == low.codes());
+  }
+  // A copy that forgot its generation draws differently: the generation matters.
+  auto stale = ms::split_tensor::from_parts(split.layout(), split.seed(), 0, split.visible(), split.extra());
+  ms::sgd_state stale_state = split_state;
+  const auto g = normal_vector(w0.size(), 0.01f, gen);
+  ms::sgd_step(split, g, split_state, o);
+  ms::sgd_step(stale, g, stale_state, o);
+  CHECK_FALSE(stale.visible() == split.visible());
+
+  CHECK_THROWS_AS(ms::split_tensor::from_parts(layout, 0, 0, split.extra(), split.visible()), std::invalid_argument);
+  CHECK_THROWS_AS(ms::low_tensor::from_parts(minifloat::e4m3, minifloat::rounding::nearest_even, 0, 0, low.codes()),
+                  std::invalid_argument);
+}

@@ -17,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "../format.hpp"
 #include "../random.hpp"
@@ -33,9 +34,24 @@ class low_tensor {
     store(0, x);
   }
 
+  /// The tensor whose parts these are — what fmt(), mode(), seed(), generation() and codes()
+  /// return — so a checkpoint restores it exactly, later stochastic draws included. Throws
+  /// std::invalid_argument when the codes' field width is not the format's.
+  static low_tensor from_parts(const format& f, rounding mode, std::uint64_t seed, std::uint64_t generation,
+                               packed_array codes) {
+    low_tensor t(std::span<const float>{}, f, mode, seed);
+    if (codes.bits() != t.codes_.bits())
+      throw std::invalid_argument("minifloat::storage::low_tensor::from_parts: codes of " + std::to_string(codes.bits()) +
+                                  " bits for a format of " + std::to_string(t.codes_.bits()));
+    t.codes_ = std::move(codes);
+    t.generation_ = generation;
+    return t;
+  }
+
   std::size_t size() const { return codes_.size(); }
   const format& fmt() const { return fmt_; }
   rounding mode() const { return mode_; }
+  std::uint64_t seed() const { return seed_; }
   std::uint64_t generation() const { return generation_; }
   const packed_array& codes() const { return codes_; }
 

@@ -12,7 +12,8 @@
 // (params, grads, state) groups in one call and check every group before touching any.
 // Scalars follow PyTorch: hyperparameters are doubles (Python floats), per-step factors (bias
 // corrections, 1 - lr * weight_decay, ...) are computed in double and rounded to float once;
-// every multiply-add that PyTorch writes as add/addcmul/addcdiv with a scalar is one fma.
+// every multiply-add that PyTorch writes as add/addcmul with a scalar is one fma, and addcdiv is
+// ATen's self + (value * t1) / t2 (checked bit for bit against torch.optim by python/tests/).
 //
 // Errors: std::invalid_argument for invalid hyperparameters (PyTorch's checks) and for gradient
 // or state sizes that do not match the parameters; std::domain_error when the update would give
@@ -72,6 +73,13 @@ struct sgd_state {
   std::int64_t steps = 0;
 };
 
+/// How Adam's first moment moves toward the gradient. PyTorch changed its kernel in 2.0; both
+/// are kept so that a step can match the PyTorch a user runs bit for bit.
+enum class adam_first_moment : std::uint8_t {
+  lerp,       ///< exp_avg.lerp_(grad, 1 - beta1): ATen's two-sided lerp (PyTorch >= 2.0)
+  scale_add,  ///< exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1): one fma (PyTorch 1.x)
+};
+
 struct adam_options {
   double lr = 1e-3;
   double beta1 = 0.9;
@@ -80,6 +88,7 @@ struct adam_options {
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  ///< true: AdamW (weights scaled by 1 - lr * weight_decay)
   bool maximize = false;
+  adam_first_moment first_moment = adam_first_moment::lerp;
 
   void validate() const {
     const char* who = "minifloat::storage::adam_options: ";
@@ -179,8 +188,9 @@ inline void update(std::span<float> p, const float* g, float* b, const sgd_facto
 
 /// An Adam step's float factors.
 struct adam_factors {
-  float lerp_weight, beta2, beta2_complement, bias_correction2_sqrt, eps, neg_step_size, weight_decay, decay;
+  float lerp_weight, beta1, beta2, beta2_complement, bias_correction2_sqrt, eps, neg_step_size, weight_decay, decay;
   bool decoupled, maximize;
+  adam_first_moment first_moment;
 };
 
 inline void check(const adam_state& s, std::size_t n, std::size_t grads, const char* who) {
@@ -200,6 +210,7 @@ inline adam_factors next_factors(const adam_state& s, const adam_options& o) {
   const double bias_correction1 = 1 - std::pow(o.beta1, step);
   const double bias_correction2 = 1 - std::pow(o.beta2, step);
   return {static_cast<float>(1 - o.beta1),
+          static_cast<float>(o.beta1),
           static_cast<float>(o.beta2),
           static_cast<float>(1 - o.beta2),
           static_cast<float>(std::sqrt(bias_correction2)),
@@ -208,7 +219,8 @@ inline adam_factors next_factors(const adam_state& s, const adam_options& o) {
           static_cast<float>(o.weight_decay),
           static_cast<float>(1 - o.lr * o.weight_decay),
           o.decoupled_weight_decay,
-          o.maximize};
+          o.maximize,
+          o.first_moment};
 }
 
 /// Calls f with std::true_type or std::false_type: a run-time flag turned into a template argument.
@@ -220,29 +232,40 @@ void with_flag(bool flag, F f) {
 
 /// torch.optim.Adam / AdamW's update of weights p with gradients g and moments m, v, with the
 /// step's flags as template arguments so the loop has no branches and vectorizes (std::sqrt
-/// still needs -fno-math-errno for that).
-template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight>
+/// still needs -fno-math-errno for that). ScaleAdd: PyTorch 1.x's first moment (SmallWeight unused).
+template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight, bool ScaleAdd>
 void adam_loop(std::span<float> p, const float* g, float* m, float* v, const adam_factors c) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     float grad = Maximize ? -g[i] : g[i];
     float w = p[i];
-    if constexpr (Decay && Decoupled) w = w * c.decay;             // param.mul_(1 - lr * weight_decay)
+    // param.mul_(1 - lr * weight_decay), rounded on its own: written as w * decay, GCC's default
+    // -ffp-contract=fast fuses it into the final add (fma + -0 is the product, -0 kept).
+    if constexpr (Decay && Decoupled) w = std::fma(w, c.decay, -0.0f);
     if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, w, grad);  // grad.add(param, alpha=wd)
-    // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
-    const float diff = grad - m[i];
-    m[i] = SmallWeight ? std::fma(c.lerp_weight, diff, m[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+    if constexpr (ScaleAdd) {
+      m[i] = std::fma(c.lerp_weight, grad, m[i] * c.beta1);  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+    } else {
+      // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
+      const float diff = grad - m[i];
+      m[i] = SmallWeight ? std::fma(c.lerp_weight, diff, m[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+    }
     v[i] = std::fma(c.beta2_complement * grad, grad, v[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
     const float denom = std::sqrt(v[i]) / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
-    p[i] = std::fma(c.neg_step_size, m[i] / denom, w);                   // addcdiv_(exp_avg, denom, -step_size)
+    p[i] = w + c.neg_step_size * m[i] / denom;  // addcdiv_(exp_avg, denom, value=-step_size): self + value * t1 / t2
   }
 }
 inline void update(std::span<float> p, const float* g, float* m, float* v, const adam_factors& c) {
   with_flag(c.maximize, [&](auto maximize) {
     with_flag(c.weight_decay != 0, [&](auto decay) {
       with_flag(c.decoupled, [&](auto decoupled) {
+        if (c.first_moment == adam_first_moment::scale_add) {
+          adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value, false, true>(p, g, m,
+                                                                                                               v, c);
+          return;
+        }
         with_flag(std::fabs(c.lerp_weight) < 0.5f, [&](auto small) {
           adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value,
-                    decltype(small)::value>(p, g, m, v, c);
+                    decltype(small)::value, false>(p, g, m, v, c);
         });
       });
     });

@@ -28,6 +28,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../bulk.hpp"
@@ -220,6 +221,26 @@ class split_tensor {
         visible_(x.size(), l.visible_bits()),
         extra_(x.size(), l.extra_bits) {
     store(0, x);
+  }
+
+  /// The tensor whose parts these are — what layout(), seed(), generation(), visible() and
+  /// extra() return — so a checkpoint restores it exactly, later stochastic draws included.
+  /// Throws std::invalid_argument when the arrays' field widths differ from the layout's or
+  /// their sizes differ from each other.
+  static split_tensor from_parts(const split_layout& l, std::uint64_t seed, std::uint64_t generation,
+                                 packed_array visible, packed_array extra) {
+    split_tensor t(std::span<const float>{}, l, seed);
+    if (visible.bits() != l.visible_bits() || extra.bits() != l.extra_bits || visible.size() != extra.size())
+      throw std::invalid_argument("minifloat::storage::split_tensor::from_parts: " + std::to_string(visible.size()) +
+                                  " codes of " + std::to_string(visible.bits()) + " bits and " +
+                                  std::to_string(extra.size()) + " extra fields of " + std::to_string(extra.bits()) +
+                                  " bits for a layout of " + std::to_string(l.visible_bits()) + " + " +
+                                  std::to_string(l.extra_bits) + " bits");
+    t.visible_ = std::move(visible);
+    t.extra_ = std::move(extra);
+    t.generation_ = generation;
+    t.plan_ = detail::split_plan(l, draws(seed, generation));
+    return t;
   }
 
   std::size_t size() const { return visible_.size(); }
