@@ -3,7 +3,8 @@
 // paper_format; shared/reference-semantics.md §1).
 //
 // Accepted (case-sensitive, no spaces): fp32 | binary32, fp16 | binary16 | half, bf16 |
-// bfloat16, e4m3, e5m2, and fp(E,M,B) with integers E, M and an additional bias B (may be
+// bfloat16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0, e2m3, e3m2, e2m1, int8_mx (format.hpp), and
+// fp(E,M,B) with integers E, M and an additional bias B (may be
 // negative): bias 2^(E-1) - 1 + B, subnormals, every code finite. Anything else, or an fp(E,M,B)
 // that is not a valid format, throws std::invalid_argument naming the text.
 #pragma once
@@ -21,7 +22,7 @@ namespace minifloat {
 
 namespace detail {
 
-inline constexpr std::array<std::pair<std::string_view, format>, 9> named_formats{{
+inline constexpr std::array<std::pair<std::string_view, format>, 16> named_formats{{
     {"fp32", binary32},
     {"binary32", binary32},
     {"fp16", binary16},
@@ -31,6 +32,13 @@ inline constexpr std::array<std::pair<std::string_view, format>, 9> named_format
     {"bfloat16", bfloat16},
     {"e4m3", e4m3},
     {"e5m2", e5m2},
+    {"e4m3fnuz", e4m3fnuz},
+    {"e5m2fnuz", e5m2fnuz},
+    {"e8m0", e8m0},
+    {"e2m3", e2m3},
+    {"e3m2", e3m2},
+    {"e2m1", e2m1},
+    {"int8_mx", int8_mx},
 }};
 
 /// Reads an integer at the front of `text` followed by `end`; advances past both.
@@ -51,7 +59,7 @@ inline format parse_format(std::string_view text) {
     return std::invalid_argument("minifloat::parse_format: '" + std::string(text) + "' " + why);
   };
   std::string_view rest = text;
-  if (!rest.starts_with("fp(")) throw fail("is not a format name (fp32, fp16, bf16, e4m3, e5m2 or fp(e,m,b))");
+  if (!rest.starts_with("fp(")) throw fail("is not a format name (fp32, fp16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0, e2m3, e3m2, e2m1, int8_mx or fp(e,m,b))");
   rest.remove_prefix(3);
   int e = 0, m = 0, b = 0;
   if (!detail::read_int(rest, ',', e) || !detail::read_int(rest, ',', m) || !detail::read_int(rest, ')', b) ||

@@ -100,6 +100,9 @@ struct rounding_plan {
   bits plain_odd_mask = 0;    ///< 1, or 0 without a step: picks the kept parity bit
   bits plain_half = 0;        ///< half a step: nearest_away's addend
   bits plain_keep = 0;        ///< clears the dropped bits
+  bits underflow_bits = 0;    ///< result below flush_below_bits: 0, or the smallest value (unsigned_exponent)
+  bool unsigned_zero = false; ///< fnuz: a zero result is +0 (the -0 code is NaN)
+  bool positive_only = false; ///< unsigned_exponent: zero and negative inputs give NaN
 };
 
 /// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
@@ -114,7 +117,8 @@ MINIFLOAT_HD constexpr bool fits_source(const format& f) {
   return f.exponent_bits >= 1 && f.exponent_bits <= 11 && f.mantissa_bits >= 0 &&
          f.mantissa_bits <= src::mantissa_bits && f.emax() <= src::emax && f.emin() >= src::emin &&
          !(f.encoding == specials::ieee && (f.exponent_bits < 2 || f.mantissa_bits < 1)) &&
-         !(f.encoding == specials::nan_only && f.mantissa_bits < 1);
+         !(f.encoding == specials::nan_only && f.mantissa_bits < 1) &&
+         !(f.encoding == specials::unsigned_exponent && (f.mantissa_bits != 0 || f.subnormals));
 }
 
 namespace detail {
@@ -135,8 +139,11 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   // next source value already lies beyond it.
   p.threshold_bits = shift > 0 ? p.max_bits + (bits{1} << (shift - 1)) : p.max_bits + 1;
   const bool saturate = o.on_overflow == overflow::saturate;
-  p.overflow_bits = (saturate || o.mode == rounding::toward_zero) ? p.max_bits : src::inf_bits;
-  p.inf_result_bits = saturate ? p.max_bits : src::inf_bits;
+  // fnuz and E8M0 have a NaN but no Inf: overflow without saturation gives NaN, as the code would.
+  const bool nan_for_inf = f.encoding == specials::fnuz || f.encoding == specials::unsigned_exponent;
+  const bits beyond = nan_for_inf ? (src::inf_bits | src::quiet_bit) : src::inf_bits;
+  p.overflow_bits = (saturate || o.mode == rounding::toward_zero) ? p.max_bits : beyond;
+  p.inf_result_bits = saturate ? p.max_bits : beyond;
   p.flush_below_bits = f.subnormals ? 0 : p.emin_field << src::mantissa_bits;
   const int denorm_exp = f.emin() - f.mantissa_bits;  // >= source denorm exponent by source_problem
   p.denorm_min_bits = denorm_exp >= src::emin ? static_cast<bits>(denorm_exp + src::bias) << src::mantissa_bits
@@ -149,6 +156,9 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   p.plain_even_bias = shift == 0 ? 0 : p.plain_half - 1;
   p.plain_odd_mask = shift == 0 ? 0 : 1;
   p.plain_keep = ~(step - 1);
+  p.unsigned_zero = f.encoding == specials::fnuz;
+  p.positive_only = f.encoding == specials::unsigned_exponent;
+  p.underflow_bits = p.positive_only ? p.flush_below_bits : 0;
   return p;
 }
 }  // namespace detail
@@ -208,6 +218,7 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
       r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
       r = select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
     }
+    if (p.unsigned_zero) r = select(r == src::sign_mask, zero, r);
     return r;
   }
   const L one = zero + 1;
@@ -247,12 +258,14 @@ MINIFLOAT_HD constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
     result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
   }
-  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero + p.underflow_bits, result);
   result = select(result > p.max_bits, zero + p.overflow_bits, result);
   if constexpr (Path == lane_path::any) {
     const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
     result = select(a >= src::inf_bits, special, result);
   }
+  if (p.unsigned_zero) return result | select(result == zero, zero, sign);
+  if (p.positive_only) return select((sign != zero) | (a == zero), a | src::inf_bits | src::quiet_bit, result);
   return result | sign;
 }
 
