@@ -107,6 +107,7 @@ struct block_layout {
   std::size_t rows = 1;
   std::size_t cols = 0;
   int axis = 1;
+  friend constexpr bool operator==(const block_layout&, const block_layout&) = default;
 };
 
 /// What one call saw. `elements` counts the scaled values V/X: overflows are the elements that
@@ -360,9 +361,10 @@ struct dequantize_sink {
   void end_block(std::size_t, const block_scale&) {}
 };
 
-/// Element codes (one byte each) and scale codes.
+/// Element codes and scale codes.
+template <class C>
 struct code_sink {
-  std::uint8_t* elements;
+  C* elements;
   std::uint8_t* scales;
   codec_plan<float> codec;
   bool integer;
@@ -372,7 +374,7 @@ struct code_sink {
     const V codes = element_codes(codec, rounded, integer);
     if (stride == 1) store_codes(elements + at, codes, count);
     else
-      for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<std::uint8_t>(codes[l]);
+      for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<C>(codes[l]);
   }
   void nan_block(std::size_t b, std::size_t first, std::size_t stride, std::size_t m, const block_scale& s) {
     for (std::size_t j = 0; j < m; ++j) elements[first + j * stride] = nan_element;
@@ -410,11 +412,12 @@ inline void quantize_blocks(std::span<const float> in, std::span<float> out, con
   detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, &st);
 }
 
-/// Codes of a block-scaled tensor: one element code per value (low bit_width() bits of a byte;
-/// MXINT8: the two's-complement byte) and one scale code per block (E8M0, or NVFP4's E4M3).
+/// Codes of a block-scaled tensor: one element code per value (its low bit_width() bits; MXINT8:
+/// the two's-complement byte) and one scale code per block (E8M0, or NVFP4's E4M3).
 /// Returns the per-tensor scale used (NVFP4), 1 for MX. A NaN block's elements get the element
 /// format's NaN code, or 0 where it has none; its scale code is NaN.
-inline float encode_blocks(std::span<const float> in, std::span<std::uint8_t> elements, std::span<std::uint8_t> scales,
+template <std::unsigned_integral C>
+float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<std::uint8_t> scales,
                            const block_format& f, const block_options& o = {}, const block_layout& layout = {},
                            block_stats* st = nullptr) {
   constexpr const char* who = "minifloat::encode_blocks";
@@ -428,14 +431,16 @@ inline float encode_blocks(std::span<const float> in, std::span<std::uint8_t> el
                                 to_string(f.element));
   const detail::scale_finder finder = detail::make_scale_finder(in, f, o);
   const std::uint8_t nan_element = f.element.has_nan() ? static_cast<std::uint8_t>(detail::nan_code(f.element)) : 0;
-  detail::code_sink sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element), f.integer_elements,
+  detail::code_sink<C> sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element), f.integer_elements,
                          nan_element};
   detail::run_block_kernel(in, f, o, layout, finder, sink, st);
   return finder.tensor_scale;
 }
 
 /// The values codes stand for: element value × decoded scale (NaN where the scale is NaN).
-inline void decode_blocks(std::span<const std::uint8_t> elements, std::span<const std::uint8_t> scales,
+/// Element codes are read modulo 256.
+template <std::unsigned_integral C>
+void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> scales,
                           std::span<float> out, const block_format& f, const block_layout& layout = {},
                           float tensor_scale = 1) {
   constexpr const char* who = "minifloat::decode_blocks";
@@ -462,8 +467,20 @@ inline void decode_blocks(std::span<const std::uint8_t> elements, std::span<cons
       float scale;
       if (f.scaling == block_scaling::e8m0) scale = sc == e8m0_nan_code ? std::numeric_limits<float>::quiet_NaN() : detail::exp2_float(sc - 127);
       else scale = decode<float>(sc & 0x7fu, e4m3) * tensor_scale;
-      out[r * cols + c] = table[elements[r * cols + c]] * scale;
+      out[r * cols + c] = table[elements[r * cols + c] & 0xffu] * scale;
     }
+}
+
+/// The byte-code forms (what containers of std::uint8_t convert to).
+inline float encode_blocks(std::span<const float> in, std::span<std::uint8_t> elements, std::span<std::uint8_t> scales,
+                           const block_format& f, const block_options& o = {}, const block_layout& layout = {},
+                           block_stats* st = nullptr) {
+  return encode_blocks<std::uint8_t>(in, elements, scales, f, o, layout, st);
+}
+inline void decode_blocks(std::span<const std::uint8_t> elements, std::span<const std::uint8_t> scales,
+                          std::span<float> out, const block_format& f, const block_layout& layout = {},
+                          float tensor_scale = 1) {
+  decode_blocks<std::uint8_t>(elements, scales, out, f, layout, tensor_scale);
 }
 
 }  // namespace minifloat
