@@ -231,10 +231,24 @@ inline V element_codes(const codec_plan<float>& c, V rounded, bool integer) {
   return codes;
 }
 
+/// The largest lane of a register of unsigned lanes, by halving (a reduction tree, not a lane loop).
+template <class V>
+[[gnu::always_inline]] inline std::uint32_t max_lane(V v) {
+  if constexpr (sizeof(V) == sizeof(std::uint32_t)) {
+    return static_cast<std::uint32_t>(v[0]);
+  } else {
+    using H = typename vector_of<std::uint32_t, sizeof(V) / 2>::type;
+    H lo, hi;
+    std::memcpy(&lo, &v, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    return max_lane(lane_max(lo, hi));
+  }
+}
+
 /// One kernel for all block operations. For each block: gather its values (strided for axis 0),
 /// find the scale, round every element with the core, and hand the rounded register to `sink`
 /// (which writes dequantized values or codes).
-template <rounding Mode, bool Count, class Sink>
+template <rounding Mode, bool Count, bool Divide, class Sink>
 [[gnu::flatten]] void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
                                    const block_layout& layout, const scale_finder& scales, Sink& sink,
                                    block_stats* st) {
@@ -251,7 +265,8 @@ template <rounding Mode, bool Count, class Sink>
   const bool along_rows = layout.axis == 1;
   const std::size_t blocks_per_line = along_rows ? (cols + B - 1) / B : (rows + B - 1) / B;
   const std::size_t lines = along_rows ? rows : cols;
-  const bool divide = f.scaling == block_scaling::e4m3_times_tensor;
+  const bool integer = f.integer_elements;
+  const int emax_plus_bias = f.element.emax() + 127;
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
@@ -273,9 +288,19 @@ template <rounding Mode, bool Count, class Sink>
       std::size_t i = 0;
       for (; i + lanes <= m; i += lanes) amax = lane_max(amax, load_lanes<V>(values + i) & 0x7fffffffu);
       if (i < m) amax = lane_max(amax, load_lanes<V>(values + i, m - i) & 0x7fffffffu);
-      std::uint32_t amax_bits = 0;
-      for (std::size_t l = 0; l < lanes; ++l) amax_bits = std::max(amax_bits, static_cast<std::uint32_t>(amax[l]));
-      const block_scale s = scales(amax_bits);
+      const std::uint32_t amax_bits = max_lane(amax);
+      block_scale s;
+      if (const int field = static_cast<int>(amax_bits >> 23);
+          !Divide && field > 0 && field < 255 && scales.rule == scale_rule::floor && field - emax_plus_bias >= -126 &&
+          field - emax_plus_bias <= 126) {
+        // the common MX case inline: a normal amax, no clamping, the floor rule; 2^±s from bits
+        const int e = field - emax_plus_bias;
+        s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
+        s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
+        s.code = static_cast<std::uint8_t>(e + 127);
+      } else {
+        s = scales(amax_bits);
+      }
       ++blocks;
       clamped += s.clamped;
       if (s.nan) {
@@ -294,26 +319,31 @@ template <rounding Mode, bool Count, class Sink>
       }
       const FV to = FV{} + s.to_element;
       const FV from = FV{} + s.from_element;
-      for (std::size_t j = 0; j < m; j += lanes) {
-        const std::size_t c = std::min(lanes, m - j);
-        const FV v = load_lanes<FV>(values + j, c);
-        // NVFP4 with a scale that rounded to 0: every element becomes a zero of its sign
-        const FV y = divide ? (s.zero ? v * 0.0f : v / from) : v * to;
+      // One register of the block; `Full` (a full register) makes loads and stores constant-size.
+      const auto one_register = [&]<bool Full>(std::size_t j, std::size_t c) [[gnu::always_inline]] {
+        const FV v = Full ? load_lanes<FV>(values + j) : load_lanes<FV>(values + j, c);
+        FV y;
+        if constexpr (Divide) y = s.zero ? v * 0.0f : v / from;  // a scale that rounded to 0: signed zeros
+        else y = v * to;
         V random{};
         if constexpr (Mode == rounding::stochastic) {
           if (stride == 1) random = draw(o.index + first + j);
           else
             for (std::size_t l = 0; l < c; ++l) random[l] = r.rng().bits32(o.index + first + (j + l) * stride);
         }
-        const V valid = select(lane_indices<V>() < static_cast<std::uint32_t>(c), ~V{}, V{});
+        V valid = ~V{};
+        if constexpr (!Full) valid = select(lane_indices<V>() < static_cast<std::uint32_t>(c), ~V{}, V{});
         V y_bits;
         std::memcpy(&y_bits, &y, sizeof y);
-        if constexpr (Count)
-          if (divide && s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
+        if constexpr (Count && Divide)
+          if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
         V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
-        if (f.integer_elements) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
-        sink.put(first + j * stride, stride, c, rounded, from);
-      }
+        if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+        sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
+      };
+      std::size_t j = 0;
+      for (; j + lanes <= m; j += lanes) one_register.template operator()<true>(j, lanes);
+      if (j < m) one_register.template operator()<false>(j, m - j);
       sink.end_block(block_index, s);
     }
   }
@@ -332,8 +362,13 @@ template <class Sink>
 void run_block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
                       const block_layout& layout, const scale_finder& scales, Sink& sink, block_stats* st) {
   const auto go = [&]<rounding Mode>() {
-    if (st != nullptr) block_kernel<Mode, true>(in, f, o, layout, scales, sink, st);
-    else block_kernel<Mode, false>(in, f, o, layout, scales, sink, st);
+    if (f.scaling == block_scaling::e4m3_times_tensor) {
+      if (st != nullptr) block_kernel<Mode, true, true>(in, f, o, layout, scales, sink, st);
+      else block_kernel<Mode, false, true>(in, f, o, layout, scales, sink, st);
+    } else {
+      if (st != nullptr) block_kernel<Mode, true, false>(in, f, o, layout, scales, sink, st);
+      else block_kernel<Mode, false, false>(in, f, o, layout, scales, sink, st);
+    }
   };
   switch (o.mode) {
     case rounding::nearest_even: go.template operator()<rounding::nearest_even>(); break;
@@ -351,7 +386,8 @@ struct dequantize_sink {
     FV value;
     std::memcpy(&value, &rounded, sizeof value);
     value *= from;
-    if (stride == 1) store_lanes(out + at, value, count);
+    if (stride == 1 && count == sizeof(V) / sizeof(float)) store_lanes(out + at, value);
+    else if (stride == 1) store_lanes(out + at, value, count);
     else
       for (std::size_t l = 0; l < count; ++l) out[at + l * stride] = value[l];
   }
@@ -372,7 +408,8 @@ struct code_sink {
   template <class V, class FV>
   void put(std::size_t at, std::size_t stride, std::size_t count, V rounded, FV) {
     const V codes = element_codes(codec, rounded, integer);
-    if (stride == 1) store_codes(elements + at, codes, count);
+    if (stride == 1 && count == sizeof(V) / sizeof(std::uint32_t)) store_codes(elements + at, codes, sizeof(V) / sizeof(std::uint32_t));
+    else if (stride == 1) store_codes(elements + at, codes, count);
     else
       for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<C>(codes[l]);
   }
@@ -454,21 +491,29 @@ void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> sc
   for (std::uint32_t c = 0; c < 256; ++c) {
     std::uint32_t code = c;
     if (f.integer_elements) code = (c & 0x80u) ? 0x80u | ((0u - c) & 0x7fu) : c;
-    table[c] = decode<float>(code, f.element);
+    table[c] = std::bit_cast<float>(detail::bits_of_code<float>(f.element, code));  // f validated above
   }
   if (f.integer_elements) table[0x80] = -2.0f;  // k = −128: a valid code the kernels never produce
   const std::size_t n = out.size(), rows = layout.rows, cols = layout.cols == 0 ? n : layout.cols;
   const auto B = static_cast<std::size_t>(f.block_size);
-  const std::size_t per_line = layout.axis == 1 ? (cols + B - 1) / B : cols;
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t c = 0; c < cols; ++c) {
-      const std::size_t b = layout.axis == 1 ? r * per_line + c / B : (r / B) * per_line + c;
-      const std::uint8_t sc = scales[b];
-      float scale;
-      if (f.scaling == block_scaling::e8m0) scale = sc == e8m0_nan_code ? std::numeric_limits<float>::quiet_NaN() : detail::exp2_float(sc - 127);
-      else scale = decode<float>(sc & 0x7fu, e4m3) * tensor_scale;
-      out[r * cols + c] = table[elements[r * cols + c] & 0xffu] * scale;
-    }
+  const auto scale_of = [&](std::uint8_t sc) {
+    if (f.scaling == block_scaling::e8m0)
+      return sc == e8m0_nan_code ? std::numeric_limits<float>::quiet_NaN() : detail::exp2_float(sc - 127);
+    return std::bit_cast<float>(detail::bits_of_code<float>(e4m3, sc & 0x7fu)) * tensor_scale;
+  };
+  if (layout.axis == 1) {
+    const std::size_t per_row = (cols + B - 1) / B;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t k = 0; k < per_row; ++k) {
+        const float scale = scale_of(scales[r * per_row + k]);
+        const std::size_t begin = r * cols + k * B, end = r * cols + std::min(cols, (k + 1) * B);
+        for (std::size_t i = begin; i < end; ++i) out[i] = table[elements[i] & 0xffu] * scale;
+      }
+  } else {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        out[r * cols + c] = table[elements[r * cols + c] & 0xffu] * scale_of(scales[(r / B) * cols + c]);
+  }
 }
 
 /// The byte-code forms (what containers of std::uint8_t convert to).
