@@ -28,9 +28,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "bulk.hpp"
 #include "encode.hpp"
@@ -88,6 +91,26 @@ inline constexpr block_format mxfp6_e2m3{e2m3};
 inline constexpr block_format mxfp4{e2m1};
 inline constexpr block_format mxint8{int8_mx, 32, block_scaling::e8m0, true};
 inline constexpr block_format nvfp4{e2m1, 16, block_scaling::e4m3_times_tensor};
+
+/// The block formats by name, for command lines: mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3,
+/// mxfp4, mxint8 (OCP MX v1.0, blocks of 32) and nvfp4.
+inline constexpr std::pair<std::string_view, block_format> named_block_formats[] = {
+    {"mxfp8-e4m3", mxfp8_e4m3}, {"mxfp8-e5m2", mxfp8_e5m2}, {"mxfp6-e3m2", mxfp6_e3m2}, {"mxfp6-e2m3", mxfp6_e2m3},
+    {"mxfp4", mxfp4},           {"mxint8", mxint8},         {"nvfp4", nvfp4},
+};
+/// The named block format, or nothing when `name` is not one.
+inline std::optional<block_format> find_block_format(std::string_view name) {
+  for (const auto& [n, f] : named_block_formats)
+    if (n == name) return f;
+  return std::nullopt;
+}
+/// Its name when it has one, else "blocks(<element>,<block size>,<scaling>)".
+inline std::string to_string(const block_format& f) {
+  for (const auto& [n, g] : named_block_formats)
+    if (g == f) return std::string(n);
+  return "blocks(" + to_string(f.element) + "," + std::to_string(f.block_size) + "," +
+         (f.scaling == block_scaling::e8m0 ? "e8m0" : "e4m3*fp32") + (f.integer_elements ? ",int" : "") + ")";
+}
 
 /// Per-call options of the block kernels.
 struct block_options {
