@@ -200,6 +200,16 @@ inline void check_layout(std::size_t n, const block_format& f, const block_layou
                                 " does not hold " + std::to_string(n) + " values");
 }
 
+/// n values, as many element codes, and one scale code per block.
+inline void check_codes(std::size_t n, std::size_t elements, std::size_t scales, const block_format& f,
+                        const block_layout& l, const char* who) {
+  check_same_size(n, elements);
+  check_layout(n, f, l, who);
+  if (scales != block_count(n, f, l))
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(scales) + " scale codes for " +
+                                std::to_string(block_count(n, f, l)) + " blocks");
+}
+
 /// The block's scale as the kernels use it: multiply by `to_element` (MX) or divide by
 /// `from_element` (NVFP4) to get element values, multiply by `from_element` to get back.
 struct block_scale {
@@ -478,21 +488,17 @@ inline void quantize_blocks(std::span<const float> in, std::span<float> out, con
 /// format's NaN code, or 0 where it has none; its scale code is NaN.
 template <std::unsigned_integral C>
 float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<std::uint8_t> scales,
-                           const block_format& f, const block_options& o = {}, const block_layout& layout = {},
-                           block_stats* st = nullptr) {
+                    const block_format& f, const block_options& o = {}, const block_layout& layout = {},
+                    block_stats* st = nullptr) {
   constexpr const char* who = "minifloat::encode_blocks";
-  detail::check_same_size(in.size(), elements.size());
-  detail::check_layout(in.size(), f, layout, who);
-  if (scales.size() != block_count(in.size(), f, layout))
-    throw std::invalid_argument(std::string(who) + ": " + std::to_string(scales.size()) + " scale codes for " +
-                                std::to_string(block_count(in.size(), f, layout)) + " blocks");
+  detail::check_codes(in.size(), elements.size(), scales.size(), f, layout, who);
   if (o.on_overflow != overflow::saturate && !f.element.has_infinity() && !f.element.has_nan())
     throw std::invalid_argument(std::string(who) + ": on_overflow = infinity gives values without a code in " +
                                 to_string(f.element));
   const detail::scale_finder finder = detail::make_scale_finder(in, f, o);
   const std::uint8_t nan_element = f.element.has_nan() ? static_cast<std::uint8_t>(detail::nan_code(f.element)) : 0;
-  detail::code_sink<C> sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element), f.integer_elements,
-                         nan_element};
+  detail::code_sink<C> sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element),
+                            f.integer_elements, nan_element};
   detail::run_block_kernel(in, f, o, layout, finder, sink, st);
   return finder.tensor_scale;
 }
@@ -500,15 +506,10 @@ float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<
 /// The values codes stand for: element value × decoded scale (NaN where the scale is NaN).
 /// Element codes are read modulo 256.
 template <std::unsigned_integral C>
-void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> scales,
-                          std::span<float> out, const block_format& f, const block_layout& layout = {},
-                          float tensor_scale = 1) {
+void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> scales, std::span<float> out,
+                   const block_format& f, const block_layout& layout = {}, float tensor_scale = 1) {
   constexpr const char* who = "minifloat::decode_blocks";
-  detail::check_same_size(elements.size(), out.size());
-  detail::check_layout(out.size(), f, layout, who);
-  if (scales.size() != block_count(out.size(), f, layout))
-    throw std::invalid_argument(std::string(who) + ": " + std::to_string(scales.size()) + " scale codes for " +
-                                std::to_string(block_count(out.size(), f, layout)) + " blocks");
+  detail::check_codes(out.size(), elements.size(), scales.size(), f, layout, who);
   // value of every element code, once
   float table[256];
   for (std::uint32_t c = 0; c < 256; ++c) {

@@ -33,11 +33,8 @@ class packed_block_tensor {
       : fmt_(f), layout_(resolved(layout, values.size())), size_(values.size()),
         elements_(values.size(), checked_bits(f)), scales_(block_count(values.size(), f, layout_)) {
     const int bits = elements_.bits();
-    // Chunks of whole blocks that also start on a word (a multiple of 32 fields) keep the
-    // element buffer small; a 2-D layout is encoded whole (its blocks are not contiguous runs).
     const bool one_row = layout_.rows == 1 && layout_.axis == 1;
-    const std::size_t unit = std::lcm(static_cast<std::size_t>(f.block_size), std::size_t{32});
-    const std::size_t chunk = one_row ? unit * std::max<std::size_t>(1, 8192 / unit) : std::max<std::size_t>(size_, 1);
+    const std::size_t chunk = chunk_size();
     std::vector<std::uint32_t> codes(std::min(chunk, size_));
     block_options oc = o;
     if (f.scaling == block_scaling::e4m3_times_tensor && oc.tensor_scale == 0) oc.tensor_scale = nvfp4_tensor_scale(values);
@@ -96,8 +93,7 @@ class packed_block_tensor {
                                   std::to_string(out.size()) + " for " + std::to_string(size_) + " values");
     const int bits = elements_.bits();
     const bool one_row = layout_.rows == 1 && layout_.axis == 1;
-    const std::size_t unit = std::lcm(static_cast<std::size_t>(fmt_.block_size), std::size_t{32});
-    const std::size_t chunk = one_row ? unit * std::max<std::size_t>(1, 8192 / unit) : std::max<std::size_t>(size_, 1);
+    const std::size_t chunk = chunk_size();
     std::vector<std::uint32_t> codes(std::min(chunk, size_));
     for (std::size_t start = 0; start < size_; start += chunk) {
       const std::size_t m = std::min(chunk, size_ - start);
@@ -119,6 +115,13 @@ class packed_block_tensor {
   friend bool operator==(const packed_block_tensor&, const packed_block_tensor&) = default;
 
  private:
+  /// Values per encode/decode step: whole blocks that also start on a word (a multiple of 32
+  /// fields) keep the code buffer small; a 2-D layout goes whole (its blocks are not runs).
+  std::size_t chunk_size() const {
+    if (!(layout_.rows == 1 && layout_.axis == 1)) return std::max<std::size_t>(size_, 1);
+    const std::size_t unit = std::lcm(static_cast<std::size_t>(fmt_.block_size), std::size_t{32});
+    return unit * std::max<std::size_t>(1, 8192 / unit);
+  }
   static int checked_bits(const block_format& f) {
     f.validate();
     return f.element.bit_width();
