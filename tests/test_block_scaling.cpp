@@ -225,6 +225,11 @@ TEST_CASE("MX edge blocks: zero, one huge value, NaN, Inf, subnormals, amax at a
   add({0x1p127f, 0x1.fffffep127f, 1.0f});                     // the top of float
   add({7.5f, 6.0f, 5.0f, -7.0f, 0.25f});                      // saturation at the top of the floor rule
   add({448.0f, 464.0f, 480.0f, 511.0f});
+  // again after 16 ordinary blocks, so that groups of 16 blocks meet them too
+  std::vector<float> edges = x;
+  x = random_tensor(16 * 32, 5);
+  x.insert(x.end(), edges.begin(), edges.end());
+  x.insert(x.end(), edges.begin(), edges.end());
   for (const auto& c : mx_cases)
     for (const auto rule : {mf::scale_rule::floor, mf::scale_rule::ceil}) check_against_reference(c, x, 1, x.size(), 1, rule);
 }
@@ -356,9 +361,9 @@ TEST_CASE("stochastic rounding of block elements is unbiased", "[block]") {
 TEST_CASE("stochastic block rounding is reproducible at any chunking by whole blocks", "[block]") {
   for (const auto& c : mx_cases) {
     INFO(c.name);
-    const std::size_t rows = 64, cols = 40;
-    const std::vector<float> x = random_tensor(rows * cols, 99);
+    for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{64, 40}, {2, 1064}})
     for (const int axis : {0, 1}) {
+      const std::vector<float> x = random_tensor(rows * cols, 99);
       const mf::block_options o{.mode = mf::rounding::stochastic, .seed = 1234};
       std::vector<float> whole(x.size());
       mf::quantize_blocks(x, whole, c.f, o, {rows, cols, axis});

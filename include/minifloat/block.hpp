@@ -278,6 +278,28 @@ template <class V>
   }
 }
 
+/// Lane b of the result = the largest lane of v[b], for 16 registers of 16 lanes: four levels
+/// of pairwise shuffles and maxima (15 shuffle pairs instead of 16 separate reductions).
+template <class V>
+[[gnu::always_inline]] inline V transposed_max16(const V (&v)[16]) {
+  if constexpr (sizeof(V) / sizeof(std::uint32_t) != 16) {
+    return V{};  // only called with 16 lanes
+  } else {
+    V l1[8], l2[4], l3[2];
+    for (int i = 0; i < 8; ++i)  // [x partials (8) | y partials (8)]
+      l1[i] = lane_max(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                       __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31));
+    for (int i = 0; i < 4; ++i)  // four registers' partials, 4 lanes each
+      l2[i] = lane_max(__builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+                       __builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
+    for (int i = 0; i < 2; ++i)  // eight registers' partials, 2 lanes each
+      l3[i] = lane_max(__builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
+                       __builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31));
+    return lane_max(__builtin_shufflevector(l3[0], l3[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                    __builtin_shufflevector(l3[0], l3[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+  }
+}
+
 /// One kernel for all block operations. For each block: gather its values (strided for axis 0),
 /// find the scale, round every element with the core, and hand the rounded register to `sink`
 /// (which writes dequantized values or codes).
@@ -303,8 +325,74 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
+  // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
+  // scale s and hands each register to the sink.
+  const auto round_block = [&](const float* values, std::size_t first, std::size_t stride, std::size_t m,
+                               std::size_t block_index, const block_scale& s) [[gnu::always_inline]] {
+    const FV to = FV{} + s.to_element;
+    const FV from = FV{} + s.from_element;
+    // One register of the block; `Full` (a full register) makes loads and stores constant-size.
+    const auto one_register = [&]<bool Full>(std::size_t j, std::size_t c) [[gnu::always_inline]] {
+      const FV v = Full ? load_lanes<FV>(values + j) : load_lanes<FV>(values + j, c);
+      FV y;
+      if constexpr (Divide) y = s.zero ? v * 0.0f : v / from;  // a scale that rounded to 0: signed zeros
+      else y = v * to;
+      V random{};
+      if constexpr (Mode == rounding::stochastic) {
+        if (stride == 1) random = draw(o.index + first + j);
+        else
+          for (std::size_t l = 0; l < c; ++l) random[l] = r.rng().bits32(o.index + first + (j + l) * stride);
+      }
+      V valid = ~V{};
+      if constexpr (!Full) valid = select(lane_indices<V>() < static_cast<std::uint32_t>(c), ~V{}, V{});
+      V y_bits;
+      std::memcpy(&y_bits, &y, sizeof y);
+      if constexpr (Count && Divide)
+        if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
+      V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
+      if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+      sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
+    };
+    std::size_t j = 0;
+    for (; j + lanes <= m; j += lanes) one_register.template operator()<true>(j, lanes);
+    if (j < m) one_register.template operator()<false>(j, m - j);
+    sink.end_block(block_index, s);
+  };
+
   for (std::size_t line = 0; line < lines; ++line) {
-    for (std::size_t k = 0; k < blocks_per_line; ++k) {
+    std::size_t k = 0;
+    if constexpr (!Divide && lanes == 16) {
+      // Groups of 16 full, contiguous MX blocks: their 16 maxima land in one register by a
+      // transposed halving tree, and the scales of all 16 are computed in vector arithmetic.
+      // Any unusual block (zero, NaN/Inf, subnormal amax, clamping, the ceil rule) sends the
+      // group to the one-block path below.
+      const std::size_t full_blocks = along_rows ? cols / B : 0;
+      if (B % lanes == 0 && scales.rule == scale_rule::floor)
+        for (; k + 16 <= full_blocks; k += 16) {
+          const float* base = in.data() + line * cols + k * B;
+          V amax[16];
+          for (std::size_t b = 0; b < 16; ++b) {
+            V a{};
+            for (std::size_t j = 0; j < B; j += lanes) a = lane_max(a, load_lanes<V>(base + b * B + j) & 0x7fffffffu);
+            amax[b] = a;
+          }
+          const V m = transposed_max16(amax);
+          const V field = m >> 23;
+          const V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
+          // fast when every field is 1..254 and every exponent in -126..126 (so 2^±e are normal)
+          if (any_lane((field - 1u > 253u) | (e + 126u > 252u))) break;
+          const V to_bits = (127u - e) << 23, from_bits = (127u + e) << 23;
+          for (std::size_t b = 0; b < 16; ++b) {
+            block_scale s;
+            s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(to_bits[b]));
+            s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(from_bits[b]));
+            s.code = static_cast<std::uint8_t>(e[b] + 127u);
+            round_block(base + b * B, line * cols + (k + b) * B, 1, B, line * blocks_per_line + k + b, s);
+          }
+          blocks += 16;
+        }
+    }
+    for (; k < blocks_per_line; ++k) {
       const std::size_t begin = k * B;
       const std::size_t m = std::min(B, (along_rows ? cols : rows) - begin);
       // position of element j of this block in the tensor: first + j * stride
@@ -350,34 +438,7 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
         sink.nan_block(block_index, first, stride, m, s);
         continue;
       }
-      const FV to = FV{} + s.to_element;
-      const FV from = FV{} + s.from_element;
-      // One register of the block; `Full` (a full register) makes loads and stores constant-size.
-      const auto one_register = [&]<bool Full>(std::size_t j, std::size_t c) [[gnu::always_inline]] {
-        const FV v = Full ? load_lanes<FV>(values + j) : load_lanes<FV>(values + j, c);
-        FV y;
-        if constexpr (Divide) y = s.zero ? v * 0.0f : v / from;  // a scale that rounded to 0: signed zeros
-        else y = v * to;
-        V random{};
-        if constexpr (Mode == rounding::stochastic) {
-          if (stride == 1) random = draw(o.index + first + j);
-          else
-            for (std::size_t l = 0; l < c; ++l) random[l] = r.rng().bits32(o.index + first + (j + l) * stride);
-        }
-        V valid = ~V{};
-        if constexpr (!Full) valid = select(lane_indices<V>() < static_cast<std::uint32_t>(c), ~V{}, V{});
-        V y_bits;
-        std::memcpy(&y_bits, &y, sizeof y);
-        if constexpr (Count && Divide)
-          if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
-        V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
-        if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
-        sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
-      };
-      std::size_t j = 0;
-      for (; j + lanes <= m; j += lanes) one_register.template operator()<true>(j, lanes);
-      if (j < m) one_register.template operator()<false>(j, m - j);
-      sink.end_block(block_index, s);
+      round_block(values, first, stride, m, block_index, s);
     }
   }
   if constexpr (Count) {
