@@ -6,6 +6,8 @@
 // sign | exponent field | mantissa field in the low 1 + E + M bits of a std::uint64_t.
 // Values without a code: NaN in an all_finite format, ±Inf in an all_finite format. ±Inf in a
 // nan_only format (OCP E4M3) encodes as NaN, as the OCP FP8 specification does.
+// fnuz: every NaN encodes as the -0 code (sign bit only). E8M0 codes have no sign bit: the code
+// is the exponent field alone (0 = 2^-127), 0xFF NaN.
 #pragma once
 
 #include <bit>

@@ -12,6 +12,9 @@
 //    (overflow::infinity), except toward_zero, which never leaves the finite range (IEEE 754);
 //  - ±Inf input gives ±Inf or ±max per policy; NaN input gives NaN (sign and payload kept,
 //    quiet bit set); signed zero is kept.
+//  - fnuz formats have no -0 (a zero result is +0) and E8M0 (unsigned_exponent) no zero and no
+//    sign (zero and negative inputs give NaN, tiny positive ones its smallest value); both have
+//    no Inf, so overflow and Inf without saturation give NaN.
 // The result is returned in the source type; encode/decode convert to and from bit codes.
 #pragma once
 
