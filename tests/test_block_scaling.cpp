@@ -399,6 +399,17 @@ TEST_CASE("stochastic block rounding is reproducible at any chunking by whole bl
   }
 }
 
+TEST_CASE("quantize(x, mxfp4) is quantize_blocks in place", "[block]") {
+  std::vector<float> x = random_tensor(100, 4), want(100);
+  mf::block_stats expected, got;
+  mf::quantize_blocks(x, want, mf::mxfp4, {}, {}, expected);
+  mf::quantize(x, mf::mxfp4, {}, got);
+  for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(x[i], want[i]));
+  CHECK(got == expected);
+  mf::quantize(x, mf::mxfp4);  // idempotent: already on the grid of the same scales
+  for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(x[i], want[i]));
+}
+
 TEST_CASE("bad block formats, layouts and spans are rejected with the field named", "[block]") {
   std::vector<float> x(10), y(10);
   CHECK_THROWS_WITH(mf::quantize_blocks(x, y, mf::block_format{mf::e2m1, 0}), Catch::Contains("block_size"));

@@ -543,6 +543,14 @@ inline void quantize_blocks(std::span<const float> in, std::span<float> out, con
   detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, &st);
 }
 
+/// `quantize(x, mxfp4)`: the bulk API's spelling of quantize_blocks, in place, one row of blocks.
+inline void quantize(std::span<float> values, const block_format& f, const block_options& o = {}) {
+  quantize_blocks(values, values, f, o);
+}
+inline void quantize(std::span<float> values, const block_format& f, const block_options& o, block_stats& st) {
+  quantize_blocks(values, values, f, o, {}, st);
+}
+
 /// Codes of a block-scaled tensor: one element code per value (its low bit_width() bits; MXINT8:
 /// the two's-complement byte) and one scale code per block (E8M0, or NVFP4's E4M3).
 /// Returns the per-tensor scale used (NVFP4), 1 for MX. A NaN block's elements get the element
