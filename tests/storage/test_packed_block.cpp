@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <minifloat/storage/packed_block.hpp>
+#include <minifloat/storage/packed_minifloat.hpp>
 
 namespace mf = minifloat;
 namespace ms = minifloat::storage;
@@ -103,4 +104,18 @@ TEST_CASE("raw parts are adopted only when they fit", "[storage][block]") {
   CHECK_THROWS_WITH(ms::packed_block_tensor(x, mf::mxfp4, {}, {7, 7, 1}), Catch::Contains("does not hold"));
   std::vector<float> wrong(99);
   CHECK_THROWS(t.decode(wrong));
+}
+
+TEST_CASE("the 4- and 6-bit element formats and the fnuz formats pack at their own width", "[storage][block]") {
+  const std::vector<float> x = random_values(333, 12);
+  for (const mf::format f : {mf::e2m1, mf::e2m3, mf::e3m2, mf::e4m3fnuz, mf::e5m2fnuz}) {
+    INFO(mf::to_string(f));
+    const mf::rounding_options o{mf::rounding::nearest_even, mf::overflow::saturate};
+    const ms::packed_minifloat p(x, f, o);
+    CHECK(p.bits() == f.bit_width());
+    std::vector<float> want(x.size());
+    mf::quantize(std::span<const float>(x), std::span<float>(want), f, o);
+    const std::vector<float> got = p.decode();
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(got[i], want[i]));
+  }
 }
