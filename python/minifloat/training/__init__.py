@@ -28,7 +28,7 @@ ROLES = ("Y", "GY", "P", "GP")
 ORDERS = tuple(_core.demotion_order_names)
 ASSIGNMENTS = ("all-high", "uniform", "op", "op-variant", "ours", "fp32")
 
-__all__ = ["instrument", "PrecisionModel", "Group", "SiteInfo", "LossScaler", "Candidates", "SavedTensorStore",
+__all__ = ["instrument", "training_step", "StepResult", "PrecisionModel", "Group", "SiteInfo", "LossScaler", "Candidates", "SavedTensorStore",
            "TraceError", "trace", "ROLES", "ORDERS", "ASSIGNMENTS"]
 
 
@@ -91,6 +91,50 @@ class _RoundSite(torch.autograd.Function):
         g = grad.contiguous().clone()
         ctx.owner._round(ctx.backward_site, g)
         return g, None, None, None, None
+
+
+class _ReluSite(torch.autograd.Function):
+    """ReLU and its Y/GY sites in one op: the output is rounded and that rounded v_{i+1} is what
+    backward keeps (so the saved-tensor store packs it); backward rounds the incoming gradient
+    dv_{i+1} at GY, then masks it with v_{i+1} > 0 — eq. (1)'s dv_i computed from rounded tensors."""
+
+    @staticmethod
+    def forward(ctx, x, owner, forward, backward):
+        ctx.owner, ctx.backward_site = owner, backward
+        out = torch.relu(x.detach()).contiguous()
+        if forward is not None:
+            owner._round(forward, out)
+        owner._note(out, forward, "activation")
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        g = grad.contiguous().clone()
+        if ctx.backward_site is not None:
+            ctx.owner._round(ctx.backward_site, g)
+        return g.masked_fill_(out <= 0, 0.0), None, None, None
+
+
+class _ReluSites(nn.Module):
+    """Replaces a ReLU of the traced graph: ReLU with its Y and GY sites (_ReluSite)."""
+
+    def __init__(self, owner, y, gy):
+        super().__init__()
+        self._owner = [owner]
+        self.y, self.gy = y, gy
+
+    def forward(self, x):
+        return _ReluSite.apply(x, self._owner[0], self.y, self.gy)
+
+
+def _is_relu(node: fx.Node, gm: fx.GraphModule) -> bool:
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)) is nn.ReLU
+    if node.op == "call_function":
+        return node.target in (torch.relu, torch.nn.functional.relu) and len(node.args) == 1
+    return node.op == "call_method" and node.target == "relu" and len(node.args) == 1
 
 
 class _ActivationSites(nn.Module):
@@ -158,6 +202,15 @@ class PrecisionModel:
         for i, op in enumerate(self.traced.operations):
             y, gy = self._op_sites[i]
             name = f"_minifloat_site_{i}"
+            if _is_relu(op.node, gm):
+                # ReLU keeps its output for backward: fused with its sites, it keeps the rounded one.
+                gm.add_submodule(name, _ReluSites(self, y, gy))
+                with graph.inserting_after(op.node):
+                    fused = graph.call_module(name, (op.node.args[0],))
+                op.node.replace_all_uses_with(fused)
+                graph.erase_node(op.node)
+                op.node = fused
+                continue
             gm.add_submodule(name, _ActivationSites(self, y, gy))
             users = list(op.node.users)
             with graph.inserting_after(op.node):
@@ -315,3 +368,37 @@ class LossScaler:
 
     def update(self) -> None:
         self._s.update()
+
+
+@dataclass(frozen=True)
+class StepResult:
+    loss: float          # the unscaled loss
+    stepped: bool        # False when the loss scaler skipped the step (a non-finite gradient)
+    scale: float         # the loss scale used in this step
+    promoted: int        # sites promoted after this step
+
+
+def training_step(pm: PrecisionModel, optimizer: torch.optim.Optimizer, scaler: LossScaler, loss_fn, x, target,
+                  step: int, store: SavedTensorStore | None = None) -> StepResult:
+    """One step of Algorithm 2 with dynamic loss scaling: begin the sites' step, forward (inside
+    `store` when given, so saved tensors are kept as it says), backward of loss x scale with GY and
+    GP rounded at their sites, unscale and check every gradient (C++ loss_scaler), the optimizer
+    step unless a gradient was non-finite, the scaler's update, then overflow promotion."""
+    pm.module.train()
+    pm.begin_step(step)
+    optimizer.zero_grad(set_to_none=True)
+    if store is not None:
+        with store:
+            loss = loss_fn(pm(x), target)
+    else:
+        loss = loss_fn(pm(x), target)
+    scale = scaler.scale
+    (loss * scale).backward()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    scaler.unscale_(params)
+    stepped = scaler.should_step()
+    if stepped:
+        optimizer.step()
+    scaler.update()
+    promoted = pm.promote(step)
+    return StepResult(float(loss.detach()), stepped, scale, promoted)

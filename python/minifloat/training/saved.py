@@ -34,7 +34,7 @@ CATEGORIES = ("activation", "weight", "other")
 
 
 class _Stored:
-    __slots__ = ("tensor", "words", "fmt", "shape", "numel", "nbytes", "category", "__weakref__")
+    __slots__ = ("tensor", "words", "fmt", "shape", "dtype", "numel", "nbytes", "category", "__weakref__")
 
 
 class SavedTensorStore:
@@ -43,7 +43,9 @@ class SavedTensorStore:
             raise ValueError(f"minifloat.training.SavedTensorStore: mode {mode!r} is not one of {', '.join(MODES)}")
         self.mode = mode
         self._notes = {}  # (data_ptr, numel) -> (weakref to the tensor, version, format, category)
-        self._cache = {}  # (data_ptr, numel, version) -> weakref to the _Stored holding it
+        # (data_ptr, numel, version) -> (weakref to the tensor, weakref to the _Stored holding it).
+        # A hit needs the tensor alive: once it dies its memory may hold another tensor.
+        self._cache = {}
         self.live = dict.fromkeys(CATEGORIES, 0)
         self.peak = dict.fromkeys(CATEGORIES, 0)
         self.live_total = self.peak_total = 0
@@ -70,12 +72,13 @@ class SavedTensorStore:
     # -- the hooks -------------------------------------------------------------------------------
     def _pack(self, t: torch.Tensor):
         key = (t.data_ptr(), t.numel(), t._version)
-        ref = self._cache.get(key)
-        held = ref() if ref is not None else None
-        if held is not None and held.shape == t.shape:
-            return held
+        hit = self._cache.get(key)
+        if hit is not None:
+            original, held = hit[0](), hit[1]()
+            if original is not None and held is not None and held.shape == t.shape and held.dtype == t.dtype:
+                return held
         s = _Stored()
-        s.shape, s.numel = t.shape, t.numel()
+        s.shape, s.dtype, s.numel = t.shape, t.dtype, t.numel()
         found = self._lookup(t) if (t.dtype == torch.float32 and t.is_contiguous()) else None
         s.category = found[1] if found is not None else "other"
         fp32_bytes = t.numel() * t.element_size()
@@ -89,7 +92,7 @@ class SavedTensorStore:
             s.nbytes = fp32_bytes
         self._add(s.category, s.nbytes, fp32_bytes)
         weakref.finalize(s, self._add, s.category, -s.nbytes, -fp32_bytes)
-        self._cache[key] = weakref.ref(s)
+        self._cache[key] = (weakref.ref(t), weakref.ref(s))
         return s
 
     def _unpack(self, s: _Stored) -> torch.Tensor:
@@ -117,5 +120,5 @@ class SavedTensorStore:
     def __exit__(self, *exc):
         # Notes are for the forward pass in the context; stored objects outlive it until backward.
         self._notes.clear()
-        self._cache = {k: r for k, r in self._cache.items() if r() is not None}
+        self._cache = {k: r for k, r in self._cache.items() if r[0]() is not None and r[1]() is not None}
         return self._hooks.__exit__(*exc)
