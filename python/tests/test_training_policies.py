@@ -233,9 +233,10 @@ def run_step(mode, assignment, seed=0, ratio=0.5):
     return store, out.detach(), grads
 
 
-@pytest.mark.parametrize("assignment", ["uniform", "ours", "all-high"])
-def test_packed_saved_tensors_give_backward_the_same_bits_as_fp32_ones(assignment):
-    packed, out_p, grads_p = run_step("packed", assignment)
+@pytest.mark.parametrize("mode, assignment", [("packed", "uniform"), ("packed", "ours"), ("packed", "all-high"),
+                                              ("gecko", "uniform"), ("gecko", "all-high")])
+def test_packed_saved_tensors_give_backward_the_same_bits_as_fp32_ones(mode, assignment):
+    packed, out_p, grads_p = run_step(mode, assignment)
     plain, out_f, grads_f = run_step("fp32", assignment)
     assert packed.packed_count > 60
     assert torch.equal(out_p, out_f)

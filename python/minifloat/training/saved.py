@@ -8,7 +8,9 @@ its pack hook:
   the site's format in force) and that is unchanged since (same storage, same version, still
   alive) is, in mode "packed", stored as its codes in that format (minifloat.encode) bit-packed
   at the format's width (minifloat.pack) — the values are representable, so decoding gives them
-  back bit for bit; in mode "fp32" it is kept as it is;
+  back bit for bit; in mode "gecko" as a Gecko tensor (minifloat.gecko_compress): sign and the
+  format's M mantissa bits per value plus Gecko-coded exponents, exact for the same reason (a value
+  of fp(E, M) is a float32 with at most M mantissa bits); in mode "fp32" it is kept as it is;
 - anything else (max-pool indices, batch norm's saved mean and inverse deviation, a tensor of a
   disabled site, a non-contiguous view) is kept as it is, and counted as "other".
 
@@ -27,9 +29,9 @@ import weakref
 import torch
 
 from .._formats import Format
-from .._ops import decode, encode, pack, unpack
+from .._ops import decode, encode, gecko_compress, gecko_decompress, pack, unpack
 
-MODES = ("fp32", "packed")
+MODES = ("fp32", "packed", "gecko")
 CATEGORIES = ("activation", "weight", "other")
 
 
@@ -82,9 +84,12 @@ class SavedTensorStore:
         found = self._lookup(t) if (t.dtype == torch.float32 and t.is_contiguous()) else None
         s.category = found[1] if found is not None else "other"
         fp32_bytes = t.numel() * t.element_size()
-        if found is not None and found[0] is not None and self.mode == "packed":
+        if found is not None and found[0] is not None and self.mode != "fp32":
             s.fmt, s.tensor = found[0], None
-            s.words = pack(encode(t.detach(), s.fmt), s.fmt.bit_width)
+            if self.mode == "packed":
+                s.words = pack(encode(t.detach(), s.fmt), s.fmt.bit_width)
+            else:
+                s.words = gecko_compress(t.detach(), mantissa_bits=s.fmt.mantissa_bits, rounding="toward_zero")
             s.nbytes = s.words.numel()
             self.packed_count += 1
         else:
@@ -98,6 +103,8 @@ class SavedTensorStore:
     def _unpack(self, s: _Stored) -> torch.Tensor:
         if s.tensor is not None:
             return s.tensor
+        if self.mode == "gecko":
+            return gecko_decompress(s.words, s.shape)
         codes = unpack(s.words, s.fmt.bit_width, s.numel)
         return decode(codes, s.fmt).reshape(s.shape)
 
