@@ -23,7 +23,7 @@ MAX_PAYLOAD_BYTES = 1 << 30
 UNSIGNED_BYTE = 0x08
 
 # Mean and standard deviation of the training split's pixels scaled to [0, 1], computed from the
-# Debian files by tests/python/test_torch_example.py (which checks these constants).
+# Debian files; python/tests/test_torch_trainer.py checks these constants.
 PIXEL_MEAN = 0.2860
 PIXEL_STD = 0.3530
 

@@ -47,3 +47,12 @@ def test_a_tiny_run_writes_one_csv_row_per_epoch_with_measured_memory(tmp_path):
         assert 0 < measured <= 0.3 * fp32  # uniform: every activation in fp(4,3,4), 8 of 32 bits
         assert 0.0 <= float(row["test_accuracy"]) <= 1.0
     assert not (tmp_path / "out.csv.tmp").exists()
+
+
+def test_the_normalisation_constants_are_the_training_pixels_mean_and_deviation():
+    sys.path.insert(0, os.path.dirname(TRAIN))
+    import fashion_mnist
+
+    images = fashion_mnist.load("train").images.numpy().astype("float64") / 255.0
+    assert round(float(images.mean()), 4) == fashion_mnist.PIXEL_MEAN
+    assert round(float(images.std()), 4) == fashion_mnist.PIXEL_STD

@@ -227,9 +227,9 @@ class PrecisionModel:
         return gm
 
     def _round(self, site: int, t: torch.Tensor) -> None:
-        if t.dtype != torch.float32:
-            raise TypeError(f"minifloat.training: site {self.site(site).name} got a {t.dtype} tensor; "
-                            "the sites round float32")
+        if t.dtype != torch.float32 or t.device.type != "cpu":
+            raise TypeError(f"minifloat.training: site {self.site(site).name} got a {t.dtype} tensor on "
+                            f"{t.device}; the sites round float32 CPU tensors")
         self.graph.apply_site(site, t.data_ptr(), t.numel(), self.traced.graph_module.training, threads())
 
     def _note(self, out, site, kind):
