@@ -307,3 +307,31 @@ def test_a_short_low_precision_run_on_fashion_mnist_learns():
     accuracy = correct / len(test)
     assert accuracy >= 0.55, accuracy  # chance is 0.1; fp32 reaches about 0.65 on this budget
     assert store.peak["activation"] < 0.6 * store.fp32_peak["activation"]
+
+
+def test_every_packed_saved_tensor_is_representable_and_decodes_to_what_autograd_saved():
+    pm, _ = small_resnet()
+    pm.assign("ours", ratio=0.5)
+    store = pm.store_saved_tensors("packed")
+    seen = []
+    pack = store._pack
+
+    def probe(t):
+        held = pack(t)
+        seen.append((t.detach().clone(), held))
+        return held
+
+    store._hooks = torch.autograd.graph.saved_tensors_hooks(probe, store._unpack)
+    pm.begin_step(0)
+    with store:
+        out = pm(torch.randn(4, 3, 32, 32))
+    packed = [(t, h) for t, h in seen if h.fmt is not None]
+    assert len(packed) > 60
+    formats = set()
+    for t, held in packed:
+        formats.add(str(held.fmt))
+        assert representable(t, held.fmt, "saturate")
+        back = store._unpack(held)
+        assert torch.equal(back.view(torch.int32), t.view(torch.int32))
+    assert formats == {str(mf.fp_4_3_4), str(mf.fp_6_9_0)}  # both levels of ours occur
+    out.sum().backward()
