@@ -294,17 +294,21 @@ def gecko_decompress_exponents(buffer, count, variant="faithful"):
 
 
 def gecko_compress(x, mantissa_bits=23, variant="faithful", rounding="toward_zero", overflow="infinity", seed=0,
-                   index=0):
+                   index=0, checksum=True):
     """float32 x (row-major) as one Gecko tensor buffer (uint8): header, sign + top `mantissa_bits`
     mantissa bits per value, Gecko exponents (minifloat::storage::gecko_encode_tensor). The dropped
     mantissa bits are truncated (rounding="toward_zero") or x is rounded to fp(8, mantissa_bits)
-    first. mantissa_bits = 23 keeps every float bit for bit."""
+    first. mantissa_bits = 23 keeps every float bit for bit. checksum=True (the default) appends a
+    CRC-32 that gecko_decompress checks, so a corrupted buffer raises ValueError."""
     who = "minifloat.gecko_compress"
     source, src = _float32_values(x, who)
     if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int):
         raise TypeError(f"{who}: mantissa_bits must be an int, not {type(mantissa_bits).__name__}")
+    if not isinstance(checksum, bool):
+        raise TypeError(f"{who}: checksum must be a bool, not {type(checksum).__name__}")
     opts = rounding_options(who, rounding, overflow, seed, index, 0)
-    return source.wrap(_core.gecko_encode_tensor(address(src), src.size, _variant(variant, who), mantissa_bits, opts))
+    return source.wrap(_core.gecko_encode_tensor(address(src), src.size, _variant(variant, who), mantissa_bits, opts,
+                                                 checksum))
 
 
 def gecko_decompress(buffer, shape=None):

@@ -227,8 +227,9 @@ void bind_storage(py::module_& m) {
     if (e != ms::gecko_errc::ok) gecko_failure(e);
   });
   m.def("gecko_encode_tensor", [](std::uintptr_t values, std::size_t n, int variant, int mantissa_bits,
-                                  const options_tuple& rounding) {
+                                  const options_tuple& rounding, bool checksum) {
     ms::gecko_tensor_options o{to_variant(variant), mantissa_bits, to_options(rounding)};
+    o.checksum = checksum;
     return to_array(ms::gecko_encode_tensor(span_at<const float>(values, n), o));
   });
   m.def("gecko_tensor_header", [](std::uintptr_t buffer, std::size_t size) {

@@ -105,8 +105,10 @@ def test_gecko_tensor_codec_is_lossless_at_23_bits_and_truncates_below(variant):
 def test_gecko_decoders_reject_damaged_buffers_with_value_error():
     x = torch.randn(100)
     buffer = mf.gecko_compress(x)
-    with pytest.raises(ValueError, match="truncated"):
+    with pytest.raises(ValueError, match="checksum"):  # the trailer no longer matches
         mf.gecko_decompress(buffer[:-3])
+    with pytest.raises(ValueError, match="truncated"):
+        mf.gecko_decompress(mf.gecko_compress(x, checksum=False)[:-3])
     with pytest.raises(ValueError, match="magic"):
         mf.gecko_decompress(torch.zeros(40, dtype=torch.uint8))
     exps = mf.gecko_compress_exponents(x)
@@ -114,3 +116,17 @@ def test_gecko_decoders_reject_damaged_buffers_with_value_error():
         mf.gecko_decompress_exponents(exps, 200)
     with pytest.raises(ValueError, match="shape"):
         mf.gecko_decompress(buffer, (3, 3))
+
+
+def test_gecko_tensor_checksum_catches_every_single_bit_flip():
+    x = torch.randn(37) * torch.tensor(2.0) ** torch.randint(-20, 20, (37,))
+    buffer = mf.gecko_compress(x)
+    assert torch.equal(mf.gecko_decompress(buffer).view(torch.int32), x.view(torch.int32))
+    for bit in range(buffer.numel() * 8):
+        damaged = buffer.clone()
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        with pytest.raises(ValueError):
+            mf.gecko_decompress(damaged)
+    unchecked = mf.gecko_compress(x, checksum=False)
+    assert unchecked.numel() == buffer.numel() - 4
+    assert torch.equal(mf.gecko_decompress(unchecked).view(torch.int32), x.view(torch.int32))
