@@ -335,3 +335,20 @@ def test_every_packed_saved_tensor_is_representable_and_decodes_to_what_autograd
         assert torch.equal(back.view(torch.int32), t.view(torch.int32))
     assert formats == {str(mf.fp_4_3_4), str(mf.fp_6_9_0)}  # both levels of ours occur
     out.sum().backward()
+
+
+def test_weights_can_live_in_a_no_master_optimizer_under_the_sites():
+    pm, model = small_resnet()
+    pm.assign("ours", ratio=0.5)
+    opt = mf.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, storage=mf.optim.LowStorage("bf16"))
+    scaler = mt.LossScaler(growth_interval=10)
+    x, y = torch.randn(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+    before = [p.detach().clone() for p in model.parameters()]
+    r = mt.training_step(pm, opt, scaler, nn.functional.cross_entropy, x, y, 0)
+    assert r.stepped
+    params = list(model.parameters())
+    assert not all(torch.equal(a, b) for a, b in zip(before, params))
+    for p in params:  # the compute copies hold exactly the stored bf16 weights
+        assert representable(p, mf.bfloat16, "saturate")
+    n = sum(p.numel() for p in params)
+    assert opt.storage_bytes()["weights"] <= 2 * n + 4 * len(params)  # 16-bit codes in 32-bit words
