@@ -96,3 +96,34 @@ def test_instrumented_model_computes_what_the_model_computes_when_rounding_is_of
     pm.module.eval()
     with torch.no_grad():
         assert torch.equal(pm(x), expected)
+
+
+class TwoBranches(torch.nn.Module):
+    """Two 1x1 convolutions on the input, concatenated, ReLU, flatten, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(1, 2, 1, bias=False)
+        self.b = torch.nn.Conv2d(1, 3, 1, bias=False)
+        self.relu = torch.nn.ReLU()
+        self.fc = torch.nn.Linear(5 * 4 * 4, 2)
+
+    def forward(self, x):
+        y = torch.cat([self.a(x), self.b(x)], dim=1)
+        return self.fc(torch.flatten(self.relu(y), 1))
+
+
+def test_a_concatenation_joins_the_group_of_the_last_gemm_before_it():
+    pm = mt.instrument(TwoBranches(), torch.zeros(1, 1, 4, 4))
+    groups = [(g.name, g.operations, g.size) for g in pm.groups()]
+    # Worked by hand: input 16 elements; a's output 2x4x4 = 32, b's 48, cat and ReLU 80, fc 2.
+    # Both convolutions read the input, so their weights (2 and 3) join the input's group; the
+    # flatten is an alias of the ReLU's output, so fc's weights (160) and bias (2) join b's group.
+    assert groups == [
+        ("input", ("input",), 16 + 2 * 2 + 2 * 3),
+        ("a", ("a",), 2 * 32),
+        ("b", ("b", "cat", "relu"), 2 * 48 + 2 * 80 + 2 * 80 + 2 * 160 + 2 * 2),
+        ("fc", ("fc",), 2 * 2),
+    ]
+    out = pm(torch.randn(1, 1, 4, 4))  # and the instrumented model runs, merge included
+    assert out.shape == (1, 2)

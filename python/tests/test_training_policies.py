@@ -250,8 +250,9 @@ def test_a_packed_tensor_decodes_bit_for_bit():
     c = mf.fp_4_3_4.constants()
     x.view(-1)[:6] = torch.tensor([0.0, -0.0, c["max_finite"], -c["max_finite"], c["min_subnormal"],
                                    -c["min_subnormal"]])  # zeros and fp(4,3,4)'s extremes
-    store.note(x, mf.fp_4_3_4, "activation")
-    held = store._pack(x)
+    with store:
+        store.note(x, mf.fp_4_3_4, "activation")
+        held = store._pack(x)
     assert held.words.numel() == (3 * 5 * 7 * 8 + 31) // 32 * 4  # 8 bits each, in 32-bit words
     assert store.live["activation"] == held.words.numel()
     back = store._unpack(held)
@@ -263,10 +264,15 @@ def test_a_packed_tensor_decodes_bit_for_bit():
 def test_a_tensor_changed_after_rounding_is_not_packed():
     store = mt.SavedTensorStore("packed")
     x = mf.quantize(torch.randn(64), mf.fp_4_3_4)
-    store.note(x, mf.fp_4_3_4, "activation")
-    x.add_(1e-3)  # no longer representable: the store must keep it as it is
-    held = store._pack(x)
+    with store:
+        store.note(x, mf.fp_4_3_4, "activation")
+        x.add_(1e-3)  # no longer representable: the store must keep it as it is
+        held = store._pack(x)
     assert held.tensor is x and held.category == "other"
+    with store:
+        pass
+    store.note(x, mf.fp_4_3_4, "activation")  # outside the context (evaluation): not noted
+    assert not store._notes
 
 
 def test_fp_4_3_4_saved_activations_take_at_most_three_tenths_of_the_fp32_bytes():

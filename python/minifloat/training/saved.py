@@ -55,9 +55,12 @@ class SavedTensorStore:
         self.fp32_peak = dict.fromkeys(CATEGORIES, 0)
         self.packed_count = 0
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+        self._active = False  # notes are taken only inside `with store:` (not in evaluation passes)
 
     # -- notes from the rounding sites ------------------------------------------------------------
     def note(self, t: torch.Tensor, fmt: Format | None, category: str) -> None:
+        if not self._active:
+            return
         self._notes[(t.data_ptr(), t.numel())] = (weakref.ref(t), t._version, fmt, category)
 
     def _lookup(self, t: torch.Tensor):
@@ -121,11 +124,13 @@ class SavedTensorStore:
         self.peak_total, self.fp32_peak = self.live_total, dict(self.fp32_live)
 
     def __enter__(self):
+        self._active = True
         self._hooks.__enter__()
         return self
 
     def __exit__(self, *exc):
         # Notes are for the forward pass in the context; stored objects outlive it until backward.
+        self._active = False
         self._notes.clear()
         self._cache = {k: r for k, r in self._cache.items() if r[0]() is not None and r[1]() is not None}
         return self._hooks.__exit__(*exc)
