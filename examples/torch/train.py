@@ -32,34 +32,24 @@ CSV_COLUMNS = [
 ]
 
 
-def _positive_int(text):
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} is not positive")
-    return v
+def _checked(convert, noun, ok, complaint):
+    """An argparse type: `convert` the text (else "is not {noun}"), then require ok(value)."""
+
+    def parse(text):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"{text} {complaint}")
+        return v
+
+    return parse
 
 
-def _positive_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v > 0 or v != v or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive finite number")
-    return v
-
-
-def _unit_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is outside [0, 1]")
-    return v
+_positive_int = _checked(int, "an integer", lambda v: v >= 1, "is not positive")
+_positive_float = _checked(float, "a number", lambda v: 0 < v < float("inf"), "is not a positive finite number")
+_unit_float = _checked(float, "a number", lambda v: 0.0 <= v <= 1.0, "is outside [0, 1]")
 
 
 def _weights(text):

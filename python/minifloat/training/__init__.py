@@ -117,18 +117,6 @@ class _ReluSite(torch.autograd.Function):
         return g.masked_fill_(out <= 0, 0.0), None, None, None
 
 
-class _ReluSites(nn.Module):
-    """Replaces a ReLU of the traced graph: ReLU with its Y and GY sites (_ReluSite)."""
-
-    def __init__(self, owner, y, gy):
-        super().__init__()
-        self._owner = [owner]
-        self.y, self.gy = y, gy
-
-    def forward(self, x):
-        return _ReluSite.apply(x, self._owner[0], self.y, self.gy)
-
-
 def _is_relu(node: fx.Node, gm: fx.GraphModule) -> bool:
     if node.op == "call_module":
         return type(gm.get_submodule(node.target)) is nn.ReLU
@@ -138,14 +126,17 @@ def _is_relu(node: fx.Node, gm: fx.GraphModule) -> bool:
 
 
 class _ActivationSites(nn.Module):
-    """Inserted after every operation of the traced graph: rounds Y, and GY in backward."""
+    """Inserted after every operation of the traced graph: rounds Y, and GY in backward. With
+    fused_relu it replaces a ReLU instead: ReLU with its Y and GY sites (_ReluSite)."""
 
-    def __init__(self, owner, y, gy):
+    def __init__(self, owner, y, gy, fused_relu=False):
         super().__init__()
         self._owner = [owner]  # a list, so the owner is not registered as a submodule
-        self.y, self.gy = y, gy
+        self.y, self.gy, self.fused_relu = y, gy, fused_relu
 
     def forward(self, x):
+        if self.fused_relu:
+            return _ReluSite.apply(x, self._owner[0], self.y, self.gy)
         return _RoundSite.apply(x, self._owner[0], self.y, self.gy, "activation")
 
 
@@ -204,7 +195,7 @@ class PrecisionModel:
             name = f"_minifloat_site_{i}"
             if _is_relu(op.node, gm):
                 # ReLU keeps its output for backward: fused with its sites, it keeps the rounded one.
-                gm.add_submodule(name, _ReluSites(self, y, gy))
+                gm.add_submodule(name, _ActivationSites(self, y, gy, fused_relu=True))
                 with graph.inserting_after(op.node):
                     fused = graph.call_module(name, (op.node.args[0],))
                 op.node.replace_all_uses_with(fused)
