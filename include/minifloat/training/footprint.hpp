@@ -35,7 +35,7 @@ inline footprint measure_footprint(std::span<const site> sites) {
     const std::uint64_t n = s.numel();
     const auto hi = static_cast<std::uint64_t>(s.formats().high.bit_width());
     const auto lo = static_cast<std::uint64_t>(s.formats().low.bit_width());
-    f.total_bits += n * static_cast<std::uint64_t>(s.bits_per_element());
+    f.total_bits += s.storage_bits();  // scales included for block formats
     f.all_high_bits += n * hi;
     if (hi <= lo) continue;  // a site without a narrower candidate cannot save anything
     f.saveable_bits += n * (hi - lo);
