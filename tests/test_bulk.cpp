@@ -3,7 +3,7 @@
 //
 // Oracle: the scalar minifloat::round / encode / decode (themselves pinned to MPFR, F16C and
 // AVX512-BF16 by the other test programs), and for the statistics a direct count of the
-// definitions in stats.hpp and shared/reference-semantics.md §2 (overflow: |x| >=
+// definitions in stats.hpp and docs/semantics.md §2 (overflow: |x| >=
 // format.overflow_threshold() on the unrounded input, NaN and Inf included; underflow: a finite
 // nonzero input whose result is zero).
 #include <catch2/catch.hpp>

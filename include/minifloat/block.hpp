@@ -469,6 +469,9 @@ void run_block_kernel(std::span<const float> in, const block_format& f, const bl
     case rounding::nearest_away: go.template operator()<rounding::nearest_away>(); break;
     case rounding::toward_zero: go.template operator()<rounding::toward_zero>(); break;
     case rounding::stochastic: go.template operator()<rounding::stochastic>(); break;
+    case rounding::toward_positive: go.template operator()<rounding::toward_positive>(); break;
+    case rounding::toward_negative: go.template operator()<rounding::toward_negative>(); break;
+    case rounding::to_odd: go.template operator()<rounding::to_odd>(); break;
   }
 }
 

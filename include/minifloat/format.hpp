@@ -3,7 +3,7 @@
 // A format is a sign bit, E exponent bits, M mantissa bits, an integer exponent bias,
 // subnormals on or off, and one of three encodings of the special values.
 // The papers' fp(e, m, b) with an "additional bias" b follow
-// shared/reference-semantics.md §1 (precision-assignment paper, §3 and its reference code):
+// docs/semantics.md §1 (precision-assignment paper, §3 and its reference code):
 // bias = 2^(e-1) - 1 + b and no code is reserved for Inf or NaN. That notation has its own
 // spelling everywhere — paper_format(e, m, b), paper_fp<e, m, b>, "paper_fp(e,m,b)" — so that
 // it cannot be mistaken for fp<E, M, Bias> (whole bias, IEEE specials).
@@ -72,7 +72,7 @@ struct format {
   }
   MINIFLOAT_HD constexpr double min_subnormal() const { return exp2i(emin() - mantissa_bits); }
   MINIFLOAT_HD constexpr double epsilon() const { return exp2i(-mantissa_bits); }
-  /// Inputs with |x| >= this overflow (reference-semantics §2): the midpoint between the largest
+  /// Inputs with |x| >= this overflow (docs/semantics.md §2): the midpoint between the largest
   /// finite value and the next value the format would have with one more binade.
   MINIFLOAT_HD constexpr double overflow_threshold() const {
     return max_finite() + exp2i(emax() - mantissa_bits - 1);

@@ -5,7 +5,7 @@
 // Semantics (docs/formats.md states them with examples):
 //  - nearest_even (default), nearest_away (QPyTorch's and the precision-assignment paper's
 //    "nearest"), toward_zero (truncation), stochastic: round away from zero with probability
-//    (|x| - down) / (up - down) (the corrected form of mixed-precision-training.md Appendix A),
+//    (|x| - down) / (up - down) (the corrected form of the mixed-precision paper's Appendix A (Micikevicius et al., ICLR 2018, arXiv:1710.03740)),
 //    toward_positive / toward_negative (IEEE 754 roundTowardPositive / Negative), and to_odd
 //    (truncate, then set the last kept bit when anything was dropped: rounding to odd at
 //    p + 2 bits and then to p bits equals one rounding, Boldo & Melquiond 2008);

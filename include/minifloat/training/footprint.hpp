@@ -1,5 +1,5 @@
 // minifloat/training/footprint.hpp — the memory measures of the precision-assignment paper
-// (§3.2, §5.2; shared/reference-semantics.md §3): the model aggregate (total bits of all tensors
+// (§3.2, §5.2; docs/semantics.md §3): the model aggregate (total bits of all tensors
 // P, Y, GY, GP of one gradient computation at the training batch size) and the low-precision
 // ratio counted in bits, per step and averaged over an epoch.
 //

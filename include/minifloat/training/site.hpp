@@ -3,7 +3,7 @@
 // rounding applied to it, rnd_π(t)(·) of eq. (1) in the precision-assignment paper (§3.1).
 //
 // A site knows its precision candidates (high and low format, §3.1's C(t, hi) / C(t, lo)), which
-// one is in force, the overflow policy of its role (shared/reference-semantics.md §1: forward
+// one is in force, the overflow policy of its role (docs/semantics.md §1: forward
 // tensors saturate, gradients overflow to Inf so loss scaling sees them) and the rounding
 // statistics of the current training step, the input of overflow-driven promotion (§4.2).
 // All rounding goes through the core (minifloat::quantize, or minifloat::quantize_blocks for a
@@ -35,7 +35,7 @@ enum class role : std::uint8_t { activation, activation_gradient, weight, weight
 constexpr bool is_forward(role r) { return r == role::activation || r == role::weight; }
 
 /// Forward tensors saturate; gradients become ±Inf so that dynamic loss scaling detects the
-/// overflow and skips the step (reference-semantics §1).
+/// overflow and skips the step (docs/semantics.md §1).
 constexpr overflow default_overflow(role r) { return is_forward(r) ? overflow::saturate : overflow::infinity; }
 
 constexpr std::string_view to_string(role r) {
