@@ -55,6 +55,14 @@ const std::vector<std::string> order_names{"decreasing", "increasing", "random"}
 void apply_site(mt::graph& g, mt::site_id s, std::uintptr_t address, std::size_t n, bool counted, int threads) {
   const mt::site& site = g.at(s);
   if (!site.enabled()) return;
+  if (site.split_unit() != 1) {
+    // A block-scaled level may not be cut at arbitrary elements (NVFP4 not at all): one call.
+    const auto values = span_at<float>(address, n);
+    py::gil_scoped_release unlocked;
+    if (counted) g.at(s).apply(values, 0);
+    else site.apply_uncounted(values, 0);
+    return;
+  }
   std::vector<rounding_stats> stats(worker_count(n, threads));
   {
     py::gil_scoped_release unlocked;
