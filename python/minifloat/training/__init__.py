@@ -21,6 +21,7 @@ from .. import _core
 from .._buffers import threads
 from .._formats import Format, as_format
 from .._ops import ROUNDING, RoundingStats
+from .dynamic import DynamicContainers, DynamicOptions, TensorBits
 from .saved import SavedTensorStore
 from .trace import TraceError, TracedNetwork, trace
 
@@ -29,6 +30,7 @@ ORDERS = tuple(_core.demotion_order_names)
 ASSIGNMENTS = ("all-high", "uniform", "op", "op-variant", "ours", "fp32")
 
 __all__ = ["instrument", "training_step", "StepResult", "PrecisionModel", "Group", "SiteInfo", "LossScaler", "Candidates", "SavedTensorStore",
+           "DynamicContainers", "DynamicOptions", "TensorBits",
            "TraceError", "trace", "ROLES", "ORDERS", "ASSIGNMENTS"]
 
 
@@ -89,7 +91,7 @@ class _RoundSite(torch.autograd.Function):
         if ctx.backward_site is None:
             return grad, None, None, None, None
         g = grad.contiguous().clone()
-        ctx.owner._round(ctx.backward_site, g)
+        ctx.owner._round_gradient(ctx.backward_site, g)
         return g, None, None, None, None
 
 
@@ -113,8 +115,18 @@ class _ReluSite(torch.autograd.Function):
         (out,) = ctx.saved_tensors
         g = grad.contiguous().clone()
         if ctx.backward_site is not None:
-            ctx.owner._round(ctx.backward_site, g)
+            ctx.owner._round_gradient(ctx.backward_site, g)
         return g.masked_fill_(out <= 0, 0.0), None, None, None
+
+
+def _container_format(container):
+    """The format whose codes hold every value of a dynamic container exactly: fp(8, k_m) with
+    fp32's bias, subnormals and IEEE specials (a container value is a float32 whose mantissa keeps
+    its top k_m bits; k_m = 0 is stored as fp(8, 1), IEEE's narrowest). NaN comes back as the
+    canonical NaN. None for no container."""
+    if container is None:
+        return None
+    return Format(8, max(container[0], 1), 127, True, "ieee")
 
 
 def _is_relu(node: fx.Node, gm: fx.GraphModule) -> bool:
@@ -183,6 +195,7 @@ class PrecisionModel:
         self.graph.seed_sites(seed)
         self.saved_store: SavedTensorStore | None = None
         self._promotion = None
+        self.dynamic: DynamicContainers | None = None
         self.module = self._insert_sites()
         self.assignment = "all-high"
 
@@ -217,11 +230,27 @@ class PrecisionModel:
         gm.recompile()
         return gm
 
-    def _round(self, site: int, t: torch.Tensor) -> None:
+    def _check(self, site: int, t: torch.Tensor) -> None:
         if t.dtype != torch.float32 or t.device.type != "cpu":
             raise TypeError(f"minifloat.training: site {self.site(site).name} got a {t.dtype} tensor on "
                             f"{t.device}; the sites round float32 CPU tensors")
-        self.graph.apply_site(site, t.data_ptr(), t.numel(), self.traced.graph_module.training, threads())
+
+    def _round(self, site: int, t: torch.Tensor) -> None:
+        """A forward site (Y or P): the assigned format's rounding, then the site's dynamic container."""
+        self._check(site, t)
+        training = self.traced.graph_module.training
+        self.graph.apply_site(site, t.data_ptr(), t.numel(), training, threads())
+        if self.dynamic is not None:
+            if self.dynamic._training != training:
+                self.dynamic.set_training(training)
+            self.dynamic.forward(site, t, training)
+
+    def _round_gradient(self, site: int, g: torch.Tensor) -> None:
+        """A backward site (GY or GP): the assigned format's rounding, then the container's backward."""
+        self._check(site, g)
+        self.graph.apply_site(site, g.data_ptr(), g.numel(), self.traced.graph_module.training, threads())
+        if self.dynamic is not None:
+            self.dynamic.backward(site, g)
 
     def _note(self, out, site, kind):
         if self.saved_store is not None:
@@ -229,6 +258,8 @@ class PrecisionModel:
             if site is not None:
                 info = self.graph.site(site)
                 fmt = Format._from_key(info[5]) if info[4] else None
+                if fmt is None and self.dynamic is not None:
+                    fmt = _container_format(self.dynamic.container_of(site))
             self.saved_store.note(out, fmt, kind)
 
     def store_saved_tensors(self, mode: str = "packed") -> SavedTensorStore:
@@ -298,6 +329,16 @@ class PrecisionModel:
 
     def begin_step(self, step: int) -> None:
         self.graph.begin_step(step)
+        if self.dynamic is not None:
+            self.dynamic.begin_step(step)
+
+    def enable_dynamic(self, options: DynamicOptions | None = None) -> DynamicContainers:
+        """Schrödinger's FP's dynamic containers (QM+QE or BitWave, dynamic.py) on every Y (input
+        excluded) and P, in place of the precision assignment, which is set to 'fp32' (no site
+        rounds; gradients stay fp32). Call dynamic.begin_epoch(epoch, lr) before each epoch."""
+        self.assign("fp32")
+        self.dynamic = DynamicContainers(self, options or DynamicOptions())
+        return self.dynamic
 
     def enable_promotion(self, theta: float = 0.01) -> None:
         self._promotion = _core.OverflowPromotion(float(theta))
@@ -375,6 +416,9 @@ def training_step(pm: PrecisionModel, optimizer: torch.optim.Optimizer, scaler: 
     `store` when given, so saved tensors are kept as it says), backward of loss x scale with GY and
     GP rounded at their sites, unscale and check every gradient (C++ loss_scaler), the optimizer
     step unless a gradient was non-finite, the scaler's update, then overflow promotion."""
+    if pm.dynamic is not None and scaler._s.enabled:
+        raise ValueError("minifloat.training.training_step: dynamic containers need loss scaling off (the "
+                         "bitlength gradients would be scaled too); use LossScaler(enabled=False)")
     pm.module.train()
     pm.begin_step(step)
     optimizer.zero_grad(set_to_none=True)
@@ -385,6 +429,8 @@ def training_step(pm: PrecisionModel, optimizer: torch.optim.Optimizer, scaler: 
         loss = loss_fn(pm(x), target)
     scale = scaler.scale
     (loss * scale).backward()
+    if pm.dynamic is not None:
+        pm.dynamic.end_step(float(loss.detach()))  # the bitlength update (QM+QE) or BitWave's observation
     params = [p for group in optimizer.param_groups for p in group["params"]]
     scaler.unscale_(params)
     stepped = scaler.should_step()
