@@ -22,6 +22,7 @@ from .._buffers import threads
 from .._formats import Format, as_format
 from .._ops import ROUNDING, RoundingStats
 from .dynamic import DynamicContainers, DynamicOptions, TensorBits
+from .pooling import MaxPoolSites, is_plain_max_pool
 from .saved import SavedTensorStore
 from .trace import TraceError, TracedNetwork, trace
 
@@ -209,6 +210,16 @@ class PrecisionModel:
             if _is_relu(op.node, gm):
                 # ReLU keeps its output for backward: fused with its sites, it keeps the rounded one.
                 gm.add_submodule(name, _ActivationSites(self, y, gy, fused_relu=True))
+                with graph.inserting_after(op.node):
+                    fused = graph.call_module(name, (op.node.args[0],))
+                op.node.replace_all_uses_with(fused)
+                graph.erase_node(op.node)
+                op.node = fused
+                continue
+            if op.node.op == "call_module" and is_plain_max_pool(gm.get_submodule(op.node.target)):
+                # Max pooling keeps its argmax indices for backward: fused with its sites, it keeps
+                # them bit-packed at the window's width (pooling.py).
+                gm.add_submodule(name, MaxPoolSites(self, gm.get_submodule(op.node.target), y, gy))
                 with graph.inserting_after(op.node):
                     fused = graph.call_module(name, (op.node.args[0],))
                 op.node.replace_all_uses_with(fused)
