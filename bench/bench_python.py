@@ -8,12 +8,14 @@ Times, interleaved over repetitions on the same 16M-element float32 tensor:
   torch    a straightforward pure-torch emulation of the same rounding (frexp / round / ldexp),
            checked to give the same bits, timed on one thread and on two.
 Each repetition runs every item once, in a freshly shuffled order. Prints medians and the ratios
-the issue asks for. Usage:
+the issue asks for, and the machine's load average before and after each rounding mode (threads
+of other processes take cores from the 2-thread rows). Usage:
   PYTHONPATH=build/release/python /usr/bin/python3 bench/bench_python.py [--reps 31] [--n 16777216]
       [--format e4m3] [--rounding nearest_even,stochastic]
 """
 
 import argparse
+import os
 import statistics
 import time
 
@@ -68,7 +70,9 @@ def main():
 
     before = torch.get_num_threads()
     for rounding in args.rounding.split(","):
+        print("load average before: %.2f %.2f %.2f (2-thread rows need two idle cores)" % os.getloadavg())
         measure(args, fmt, rounding, x, x_np, out, copy_out)
+        print("load average after:  %.2f %.2f %.2f" % os.getloadavg())
     torch.set_num_threads(before)
 
 

@@ -3,8 +3,8 @@
 //
 // The Python layer (python/minifloat/) checks dtypes, shapes, devices and contiguity and passes
 // data pointers and element counts; nothing here makes a numeric decision — every rounding,
-// code, packing and optimizer rule is the headers'. Work is split over threads by element
-// range only; every kernel called is keyed by element index, so results are bit-identical for
+// code, packing and optimizer rule is the headers'. Work is split over torch's OpenMP threads by
+// element range only; every kernel called is keyed by element index, so results are bit-identical for
 // any thread count and any assignment of pieces to threads.
 #pragma once
 
@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <span>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -82,11 +81,23 @@ inline std::size_t worker_count(std::size_t n, int threads) {
 }
 
 /// Calls work(worker, start, count) for pieces of elements_per_piece elements covering [0, n),
-/// on worker_count(n, threads) threads (the calling one included) that take the next piece as
-/// they finish one, so a thread that gets no core on a busy machine holds up no one. Kernels
+/// with worker < worker_count(n, threads), on the threads of an OpenMP parallel region opened by
+/// the calling thread (which takes part). The extension is built with GCC's OpenMP, the runtime
+/// (libgomp) Debian's PyTorch runs its intra-op parallelism on, and opens its region as
+/// at::parallel_for does (no num_threads clause: the team is the size torch.set_num_threads
+/// set): libgomp keeps one pool of worker threads per calling thread, so this call runs on the
+/// very threads torch's own parallel ops just used, which spin-wait for the next region for a
+/// while after each one. Threads started for the call instead had to win a core from those
+/// spinning workers, and on a machine with as many cores as torch threads often waited a whole
+/// scheduler slice (docs/performance.md, "Python binding").
+///
+/// The first `workers` members of the team to arrive get a worker number and take the next
+/// piece as they finish one, so a thread that gets no core on a busy machine holds up no one,
+/// and a smaller team (a call from inside a parallel region) still covers every piece. Kernels
 /// keyed by element index give the same bits whichever thread takes which piece; per-worker
-/// results (statistics) are combined by the caller. The first exception thrown is rethrown
-/// after every thread has finished.
+/// results (statistics) are combined by the caller. No exception leaves the region (that
+/// would end the process): the first one thrown stops the taking of pieces and is rethrown
+/// after the region has closed.
 template <class Work>
 void for_ranges(std::size_t n, int threads, Work work) {
   const std::size_t workers = worker_count(n, threads);
@@ -94,26 +105,25 @@ void for_ranges(std::size_t n, int threads, Work work) {
     work(std::size_t{0}, std::size_t{0}, n);
     return;
   }
+  std::atomic<std::size_t> next_worker{0};
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
-  std::vector<std::exception_ptr> errors(workers);
+  std::exception_ptr first_error;  // written by the one thread that set `failed`
   const auto run = [&](std::size_t worker) {
     try {
       for (std::size_t start; !failed.load(std::memory_order_relaxed) &&
                               (start = next.fetch_add(elements_per_piece, std::memory_order_relaxed)) < n;)
         work(worker, start, std::min(elements_per_piece, n - start));
     } catch (...) {
-      errors[worker] = std::current_exception();
-      failed.store(true, std::memory_order_relaxed);
+      if (!failed.exchange(true, std::memory_order_relaxed)) first_error = std::current_exception();
     }
   };
-  std::vector<std::thread> pool;
-  pool.reserve(workers - 1);
-  for (std::size_t w = 1; w < workers; ++w) pool.emplace_back(run, w);
-  run(0);
-  for (auto& thread : pool) thread.join();
-  for (const auto& e : errors)
-    if (e) std::rethrow_exception(e);
+#pragma omp parallel
+  {
+    const std::size_t worker = next_worker.fetch_add(1, std::memory_order_relaxed);
+    if (worker < workers) run(worker);
+  }
+  if (first_error) std::rethrow_exception(first_error);  // the region's closing barrier ordered the write
 }
 
 void bind_core(py::module_& m);

@@ -3,8 +3,13 @@
 // minifloat/bulk.hpp, format_name.hpp and compat/qtorch.hpp; see binding.hpp for the conventions.
 #include <pybind11/stl.h>
 
+#include <unistd.h>  // gettid, for the test hook piece_threads
+
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <minifloat/bulk.hpp>
@@ -176,6 +181,32 @@ void bind_core(py::module_& m) {
     if (is_double) run(0.0);
     else run(0.0f);
     return py::make_tuple(st.values, st.overflows, st.underflows, st.nans, st.infinities);
+  });
+
+  // For the tests: which OS threads for_ranges runs its pieces on. Returns the thread id
+  // (gettid) that took each elements_per_piece piece of n elements; piece `failing_piece` (none
+  // when negative) throws std::invalid_argument instead. Each piece waits (at most 5 s in all)
+  // until min(threads, pieces) distinct threads have taken one, so that every thread of the
+  // team shows up even when one could take all pieces before the others wake.
+  m.def("piece_threads", [](std::size_t n, int threads, long failing_piece) {
+    std::vector<long> owner((n + elements_per_piece - 1) / elements_per_piece, 0);
+    const std::size_t expected = worker_count(n, threads);
+    std::mutex seen_lock;
+    std::set<long> seen;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    py::gil_scoped_release unlocked;
+    for_ranges(n, threads, [&](std::size_t, std::size_t start, std::size_t) {
+      const std::size_t piece = start / elements_per_piece;
+      if (static_cast<long>(piece) == failing_piece) throw std::invalid_argument("piece " + std::to_string(piece) + " failed");
+      owner[piece] = gettid();
+      const auto seen_enough = [&] {
+        const std::lock_guard hold(seen_lock);
+        seen.insert(owner[piece]);
+        return seen.size() >= expected;
+      };
+      while (!seen_enough() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    });
+    return owner;
   });
 
   // For bench/bench_python.py: the C++ bulk kernel on the same buffers, timed in C++ (one thread).

@@ -3,6 +3,8 @@ casts where they exist), for every named format, mode, overflow policy and sourc
 paths users take (torch and NumPy, strides, out=, in place, threads); stochastic reproducibility."""
 
 import math
+import os
+import threading
 
 import numpy as np
 import pytest
@@ -98,6 +100,54 @@ def test_results_and_stats_are_bit_identical_for_any_thread_count(rounding, rest
         torch.set_num_threads(threads)
         many, many_stats = mf.quantize(x, mf.e4m3, rounding, "saturate", seed=3, stats=True)
         assert same_bits(many.numpy(), one.numpy()) and many_stats == one_stats
+
+
+PIECE = 65536  # elements per piece of the thread split (python/src/binding.hpp)
+
+
+def live_thread_ids():
+    return {int(t) for t in os.listdir("/proc/self/task")}
+
+
+def test_large_calls_run_on_the_threads_torch_already_runs_its_parallel_ops_on(restore_threads):
+    torch.set_num_threads(2)
+    x = torch.randn(1 << 20)
+    (x * 2).sum()  # a torch op large enough for its intra-op threads: torch's OpenMP pool is up
+    before = live_thread_ids()
+    owners = _core.piece_threads(4 * PIECE, 2, -1)
+    after = live_thread_ids()
+    assert len(owners) == 4 and all(owners)  # every piece was taken
+    assert len(set(owners)) == 2 and threading.get_native_id() in owners  # the caller and one more
+    # Both existed before the call and still do: no thread is started or ended for it.
+    assert set(owners) <= before & after
+
+
+def test_an_exception_in_one_piece_reaches_python_and_the_threads_keep_working(restore_threads):
+    torch.set_num_threads(2)
+    with pytest.raises(ValueError, match="piece 5 failed"):
+        _core.piece_threads(8 * PIECE, 2, 5)
+    assert all(_core.piece_threads(8 * PIECE, 2, -1))
+    x = torch.from_numpy(random_values(np.float32, 5 * PIECE, seed=9))
+    torch.set_num_threads(1)
+    one = mf.quantize(x, mf.e5m2, "stochastic", seed=4)
+    torch.set_num_threads(2)
+    assert same_bits(mf.quantize(x, mf.e5m2, "stochastic", seed=4).numpy(), one.numpy())
+
+
+def test_a_call_from_another_python_thread_gives_the_same_bits_and_counts(restore_threads):
+    x = torch.from_numpy(random_values(np.float32, 300001, seed=5))
+    torch.set_num_threads(1)
+    want = mf.quantize(x, mf.e4m3, "stochastic", "infinity", seed=8, stats=True)
+    got = []
+
+    def worker():
+        torch.set_num_threads(2)  # this thread's own OpenMP pool
+        got.append(mf.quantize(x, mf.e4m3, "stochastic", "infinity", seed=8, stats=True))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert same_bits(got[0][0].numpy(), want[0].numpy()) and got[0][1] == want[1]
 
 
 def test_stochastic_rounding_is_unbiased_within_a_binomial_bound():
