@@ -29,6 +29,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "../detail/simd.hpp"
+
 #include "low_tensor.hpp"
 #include "split.hpp"
 
@@ -191,21 +193,35 @@ void with_flag(bool flag, F f) {
 }
 
 /// torch.optim.Adam / AdamW's update of weights p with gradients g and moments m, v, with the
-/// step's flags as template arguments so the loop has no branches and vectorizes (std::sqrt
-/// still needs -fno-math-errno for that).
+/// step's flags as template arguments so the loops have no branches and vectorize. Each tile
+/// takes three passes (moments, square roots, weights) so that the square roots go through the
+/// vector instruction: under a user's default -fmath-errno, std::sqrt in the loop would keep it
+/// scalar. Every element sees the same operations in the same order as in one fused loop.
 template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight>
 void adam_loop(std::span<float> p, const float* g, float* m, float* v, const adam_factors c) {
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    float grad = Maximize ? -g[i] : g[i];
-    float w = p[i];
-    if constexpr (Decay && Decoupled) w = w * c.decay;             // param.mul_(1 - lr * weight_decay)
-    if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, w, grad);  // grad.add(param, alpha=wd)
-    // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
-    const float diff = grad - m[i];
-    m[i] = SmallWeight ? std::fma(c.lerp_weight, diff, m[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
-    v[i] = std::fma(c.beta2_complement * grad, grad, v[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
-    const float denom = std::sqrt(v[i]) / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
-    p[i] = std::fma(c.neg_step_size, m[i] / denom, w);                   // addcdiv_(exp_avg, denom, -step_size)
+  constexpr std::size_t tile = 256;
+  float root[tile];
+  for (std::size_t start = 0; start < p.size(); start += tile) {
+    const std::size_t n = std::min(tile, p.size() - start);
+    float* const pt = p.data() + start;
+    const float* const gt = g + start;
+    float* const mt = m + start;
+    float* const vt = v + start;
+    for (std::size_t i = 0; i < n; ++i) {
+      float grad = Maximize ? -gt[i] : gt[i];
+      if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, pt[i], grad);  // grad.add(param, alpha=wd)
+      // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
+      const float diff = grad - mt[i];
+      mt[i] = SmallWeight ? std::fma(c.lerp_weight, diff, mt[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+      vt[i] = std::fma(c.beta2_complement * grad, grad, vt[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+    }
+    minifloat::detail::sqrt_floats(vt, root, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      float w = pt[i];
+      if constexpr (Decay && Decoupled) w = w * c.decay;            // param.mul_(1 - lr * weight_decay)
+      const float denom = root[i] / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
+      pt[i] = std::fma(c.neg_step_size, mt[i] / denom, w);           // addcdiv_(exp_avg, denom, -step_size)
+    }
   }
 }
 inline void update(std::span<float> p, const float* g, float* m, float* v, const adam_factors& c) {
