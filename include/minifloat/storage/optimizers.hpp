@@ -199,7 +199,7 @@ void with_flag(bool flag, F f) {
 /// scalar. Every element sees the same operations in the same order as in one fused loop.
 template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight>
 void adam_loop(std::span<float> p, const float* g, float* m, float* v, const adam_factors c) {
-  constexpr std::size_t tile = 256;
+  constexpr std::size_t tile = 1024;
   float root[tile];
   for (std::size_t start = 0; start < p.size(); start += tile) {
     const std::size_t n = std::min(tile, p.size() - start);
