@@ -33,42 +33,55 @@ inline void check_same_size(std::size_t in, std::size_t out) {
 }
 
 /// Random words of stochastic rounding for lanes first..first+lanes-1, identical to
-/// counter_rng::bits32 / bits64 of each index.
+/// counter_rng::bits32 / bits64 of each index. Built for a kernel that asks for consecutive
+/// registers: it keeps the block keys and the Weyl term of the next register, so a call that
+/// continues the previous one costs one vector add before the mixers (no re-keying check,
+/// broadcasts or multiply by the Weyl constant); any other call recomputes them.
 template <class V>
 struct lane_random {
+  using B = std::remove_cvref_t<decltype(V{}[0])>;
+  using H = simd_with_lanes_of<std::uint32_t, B>;  // 32-bit words, one per lane
+  static constexpr std::size_t lanes = sizeof(V) / sizeof(B);
   counter_rng rng;
-  std::uint32_t high = 0;
-  std::uint64_t key = 0, second_key = 0;
   counter_rng second{};
+  std::uint64_t key = 0, second_key = 0;
+  std::uint64_t next = 1;          // the first index of the register the Weyl term belongs to (1: none yet)
+  std::uint64_t registers_left = 0;  // registers before the key block ends (or straddles)
+  H weyl{};                        // (low index word of each lane) * golden32
 
-  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} { rekey(0); }
-  void rekey(std::uint32_t h) {
-    high = h;
-    key = rng.key(h);
-    second_key = second.key(h);
-  }
+  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} {}
+
   V operator()(std::uint64_t first) {
-    using B = std::remove_cvref_t<decltype(V{}[0])>;
-    constexpr std::size_t lanes = sizeof(V) / sizeof(B);
-    const auto low = static_cast<std::uint32_t>(first);
-    if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
-      V v{};
-      for (std::size_t k = 0; k < lanes; ++k) {
-        if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
-        else v[k] = rng.bits64(first + k);
+    if (first != next || registers_left == 0) {
+      const auto low = static_cast<std::uint32_t>(first);
+      if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
+        V v{};
+        for (std::size_t k = 0; k < lanes; ++k) {
+          if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
+          else v[k] = rng.bits64(first + k);
+        }
+        registers_left = 0;
+        return v;
       }
-      return v;
+      const auto high = static_cast<std::uint32_t>(first >> 32);
+      key = rng.key(high);
+      if constexpr (sizeof(B) == 8) second_key = second.key(high);
+      weyl = (low + lane_indices<H>()) * golden32;
+      registers_left = (std::uint64_t{0xffffffffU} - low + 1) / lanes;
+      next = first;
     }
-    if (static_cast<std::uint32_t>(first >> 32) != high) rekey(static_cast<std::uint32_t>(first >> 32));
+    const H draw = counter_rng::bits32_from_weyl(weyl, key);
+    V v;
     if constexpr (sizeof(B) == 4) {
-      return counter_rng::bits32_keyed(low + lane_indices<V>(), key);
+      v = draw;
     } else {
-      using half = simd_with_lanes_of<std::uint32_t, std::uint64_t>;
-      const half lows = low + lane_indices<half>();
-      const V hi = __builtin_convertvector(counter_rng::bits32_keyed(lows, key), V);
-      const V lo = __builtin_convertvector(counter_rng::bits32_keyed(lows, second_key), V);
-      return (hi << 32) | lo;
+      const V lo = __builtin_convertvector(counter_rng::bits32_from_weyl(weyl, second_key), V);
+      v = (__builtin_convertvector(draw, V) << 32) | lo;
     }
+    weyl += static_cast<std::uint32_t>(lanes) * golden32;
+    next += lanes;
+    --registers_left;
+    return v;
   }
 };
 
