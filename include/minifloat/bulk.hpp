@@ -114,28 +114,120 @@ struct lane_counts {
   }
 };
 
-/// Rounds one register (and counts it) on the cheapest path its lanes allow: the single-binade
-/// shortcut, the full core without NaN/Inf handling, or the full core. Plain lanes lie between
-/// the smallest normal and the overflow threshold (or are zero): nothing there is counted.
-template <rounding Mode, bool Count, std::floating_point S, class V>
-[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
-                                            [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid) {
+/// The float-arithmetic form of lane_path::finite for nearest_even and toward_zero from float,
+/// on AVX-512: each lane's magnitude x is rounded to a multiple of its binade's step 2^k (the
+/// format's spacing there, 2^(emin - m) below the smallest normal) by (x + C) - C with
+/// C = 1.5 * 2^(k + 23), whose float ulp is exactly 2^k, so the addition performs the rounding
+/// (the embedded rounding mode picks nearest-even or toward-zero, whatever MXCSR says) and the
+/// subtraction is exact. Ties go to even because C / 2^k is even. The binade is clamped to one
+/// above the format's largest, where every result is beyond max and becomes the overflow result,
+/// exactly as in round_bits. Source subnormals round to zero either way: the format's half step
+/// is at least 2^-126 (float_add_applies), so whether DAZ zeroes them first does not matter,
+/// and no nonzero result is a float subnormal, so FTZ does not either. Callers guarantee finite
+/// lanes; results are then the core's bits (tests/test_bulk.cpp checks them against the scalar
+/// core on both benchmark data sets, specials and subnormals sprinkled in).
+template <class V>
+constexpr bool float_add_form = false;
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+template <>
+inline constexpr bool float_add_form<simd_t<std::uint32_t>> = sizeof(simd_t<std::uint32_t>) == 64;
+
+/// The plans float_add_rounding serves: at least two dropped bits (x + C stays in C's binade),
+/// C finite for every clamped binade, a half step of at least 2^-126 (see above), and no
+/// onto_values flushing.
+inline bool float_add_applies(const rounding_plan<float>& p) {
+  constexpr std::uint32_t P = 23;
+  const std::uint32_t emax_field = p.max_bits >> P;
+  return p.d_normal >= 2 && emax_field + 1 + p.d_normal <= 254 && p.emin_field >= 2 + (P - p.d_normal) &&
+         p.subnormal_drop == 0;
+}
+
+template <rounding Mode>
+[[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const rounding_plan<float>& p,
+                                                                       simd_t<std::uint32_t> u) {
+  using V = simd_t<std::uint32_t>;
+  constexpr int embedded = (Mode == rounding::toward_zero ? _MM_FROUND_TO_ZERO : _MM_FROUND_TO_NEAREST_INT) |
+                           _MM_FROUND_NO_EXC;
+  const V zero{};
+  const V sign = u & 0x80000000U;
+  const V a = u ^ sign;
+  // C's bits: x's exponent field clamped to the format's binades, moved up by the dropped bits.
+  const V binade = lane_min(lane_max(a & 0x7f800000U, zero + (p.emin_field << 23)),
+                            zero + (((p.max_bits >> 23) + 1) << 23));
+  const V c = binade + ((p.d_normal << 23) | 0x400000U);
+  __m512 x, cf;
+  std::memcpy(&x, &a, 64);
+  std::memcpy(&cf, &c, 64);
+  // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+  // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
+  const __m512 sum = _mm512_maskz_add_round_ps(0xffff, x, cf, embedded);
+  const __m512 rounded = _mm512_maskz_sub_round_ps(0xffff, sum, cf, embedded);
+  V result;
+  std::memcpy(&result, &rounded, 64);
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
+  result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  return result | sign;
+}
+#endif
+
+/// The paths of one register: the single-binade shortcut, the full core without NaN/Inf handling
+/// (or its float-arithmetic form, when `float_add` = float_add_applies(p), decided once per
+/// kernel), or the full core. Plain lanes lie between the smallest normal and the overflow
+/// threshold (or are zero): nothing there is counted.
+/// True when every lane of the register (given as u << 1) is zero or plain (see round_lanes).
+template <std::floating_point S, class V>
+[[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
   using src = source_layout<S>;
   using bits = typename src::bits;
-  const V twice = u << 1;  // drops the sign
   const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
   const bits plain_span2 = (p.threshold_bits << 1) - normal2;
-  if (p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0))) {
-    return round_bits<Mode, lane_path::plain>(p, u, random);
+  return p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0));
+}
+
+/// True when Mode, S and V have the float-arithmetic form (float_add_rounding).
+template <rounding Mode, std::floating_point S, class V>
+inline constexpr bool has_float_add =
+    (Mode == rounding::nearest_even || Mode == rounding::toward_zero) && std::same_as<S, float> && float_add_form<V>;
+
+/// Rounds one register (and counts it) on the cheapest path its lanes allow. FloatAddFirst (only
+/// with has_float_add and float_add) skips the single-binade test and sends every finite
+/// register to the float-arithmetic form: the kernels pick it while most registers miss the
+/// single-binade path (wide data), where the test itself is the cost.
+template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_point S, class V>
+[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
+                                            [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
+                                            [[maybe_unused]] bool float_add = false) {
+  using src = source_layout<S>;
+  const V twice = u << 1;  // drops the sign
+  if constexpr (!FloatAddFirst) {
+    if (plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
   if (any_lane(twice >= (src::inf_bits << 1))) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
     if constexpr (Count) counts.template add<false>(p, u, result, valid);
     return result;
   }
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (has_float_add<Mode, S, V>) {
+    if (FloatAddFirst || float_add) {
+      const V result = float_add_rounding<Mode>(p, u);
+      if constexpr (Count) counts.template add<true>(p, u, result, valid);
+      return result;
+    }
+  }
+#endif
   const V result = round_bits<Mode, lane_path::finite>(p, u, random);
   if constexpr (Count) counts.template add<true>(p, u, result, valid);
   return result;
+}
+
+/// float_add_applies where the float-arithmetic form exists, else false.
+template <std::floating_point S>
+inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (std::same_as<S, float>) return float_add_applies(p);
+#endif
+  return false;
 }
 
 // The SIMD kernels below are host code. In a CUDA translation unit nvcc's device pass
@@ -151,12 +243,32 @@ template <rounding Mode, bool Count, std::floating_point S>
   const rounding_plan<S> p = r.plan();  // a local copy: stores to out cannot alias it
   lane_random<V> draw(r.rng());
   lane_counts<V> counts;
+  const bool float_add = use_float_add(p);
   std::size_t i = 0;
+  if constexpr (has_float_add<Mode, S, V>) {
+    // Which test goes first only changes speed, never bits: after 8 registers in a row miss the
+    // single-binade path, registers go straight to the float-arithmetic form; every 64th of
+    // those is tested again, and a plain one switches back.
+    if (float_add) {
+      unsigned misses = 0;
+      for (; i + lanes <= n; i += lanes) {
+        const V u = load_lanes<V>(in + i);
+        if (misses < 8) {
+          const bool plain = plain_register(p, u << 1);
+          misses = plain ? 0 : misses + 1;
+          store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, counts, ~V{}, true));
+        } else {
+          store_lanes(out + i, round_lanes<Mode, Count, true>(p, u, V{}, counts, ~V{}, true));
+          if ((++misses & 63) == 0 && plain_register(p, u << 1)) misses = 0;
+        }
+      }
+    }
+  }
   for (; i + lanes <= n; i += lanes) {
     const V u = load_lanes<V>(in + i);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
-    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, ~V{}));
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, ~V{}, float_add));
   }
   if (i < n) {  // the tail goes through the same register path, padded with zeros
     const std::size_t m = n - i;
@@ -164,7 +276,7 @@ template <rounding Mode, bool Count, std::floating_point S>
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
     const V valid = select(lane_indices<V>() < static_cast<bits>(m), ~V{}, V{});
-    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid), m);
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid, float_add), m);
   }
   if constexpr (Count) counts.flush(*st, n);
 #else
@@ -194,6 +306,7 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
   const bool all_finite = p.fmt.encoding == specials::all_finite;
   lane_random<V> draw(r.rng());
   lane_counts<V> unused;
+  const bool float_add = use_float_add(p);
   const std::size_t n = in.size();
   // Returns the lane of the first value without a code, or m. Called with m = lanes in the main
   // loop, so its copies have a constant size once inlined.
@@ -201,7 +314,7 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
     const V u = load_lanes<V>(in.data() + i, m);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
-    const V rounded = round_lanes<Mode, false>(p, u, random, unused, ~V{});
+    const V rounded = round_lanes<Mode, false>(p, u, random, unused, ~V{}, float_add);
     const V codes = code_lanes(c, rounded);
     if (all_finite && any_lane((rounded << 1) >= (src::inf_bits << 1))) {
       std::size_t k = 0;
