@@ -114,12 +114,13 @@ struct lane_counts {
   }
 };
 
-/// The float-arithmetic form of lane_path::finite for nearest_even and toward_zero from float,
-/// on AVX-512: each lane's magnitude x is rounded to a multiple of its binade's step 2^k (the
-/// format's spacing there, 2^(emin - m) below the smallest normal) by (x + C) - C with
+/// The float-arithmetic form of lane_path::finite for nearest_even, nearest_away and toward_zero
+/// from float, on AVX-512: each lane's magnitude x is rounded to a multiple of its binade's step
+/// 2^k (the format's spacing there, 2^(emin - m) below the smallest normal) by (x + C) - C with
 /// C = 1.5 * 2^(k + 23), whose float ulp is exactly 2^k, so the addition performs the rounding
 /// (the embedded rounding mode picks nearest-even or toward-zero, whatever MXCSR says) and the
-/// subtraction is exact. Ties go to even because C / 2^k is even. The binade is clamped to one
+/// subtraction is exact. Ties go to even because C / 2^k is even. nearest_away truncates and
+/// then adds a step where the exact remainder x - trunc(x) is at least half a step. The binade is clamped to one
 /// above the format's largest, where every result is beyond max and becomes the overflow result,
 /// exactly as in round_bits. Source subnormals round to zero either way: the format's half step
 /// is at least 2^-126 (float_add_applies), so whether DAZ zeroes them first does not matter,
@@ -146,7 +147,7 @@ template <rounding Mode>
 [[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const rounding_plan<float>& p,
                                                                        simd_t<std::uint32_t> u) {
   using V = simd_t<std::uint32_t>;
-  constexpr int embedded = (Mode == rounding::toward_zero ? _MM_FROUND_TO_ZERO : _MM_FROUND_TO_NEAREST_INT) |
+  constexpr int embedded = (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) |
                            _MM_FROUND_NO_EXC;
   const V zero{};
   const V sign = u & 0x80000000U;
@@ -161,7 +162,19 @@ template <rounding Mode>
   // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
   // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
   const __m512 sum = _mm512_maskz_add_round_ps(0xffff, x, cf, embedded);
-  const __m512 rounded = _mm512_maskz_sub_round_ps(0xffff, sum, cf, embedded);
+  __m512 rounded = _mm512_maskz_sub_round_ps(0xffff, sum, cf, embedded);
+  if constexpr (Mode == rounding::nearest_away) {
+    // Truncated above; a remainder of at least half a step goes up one step. The remainder and
+    // the sum are exact; half a step is at least 2^-126, so a remainder FTZ/DAZ would touch
+    // (below 2^-126) stays below it either way.
+    const V step_bits = c - ((23U << 23) | 0x400000U);  // 2^k
+    const V half_bits = step_bits - (1U << 23);         // 2^(k-1)
+    __m512 step, half;
+    std::memcpy(&step, &step_bits, 64);
+    std::memcpy(&half, &half_bits, 64);
+    const __m512 remainder = _mm512_maskz_sub_ps(0xffff, x, rounded);
+    rounded = _mm512_mask_add_ps(rounded, _mm512_cmp_ps_mask(remainder, half, _CMP_GE_OQ), rounded, step);
+  }
   V result;
   std::memcpy(&result, &rounded, 64);
   if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
@@ -187,7 +200,8 @@ template <std::floating_point S, class V>
 /// True when Mode, S and V have the float-arithmetic form (float_add_rounding).
 template <rounding Mode, std::floating_point S, class V>
 inline constexpr bool has_float_add =
-    (Mode == rounding::nearest_even || Mode == rounding::toward_zero) && std::same_as<S, float> && float_add_form<V>;
+    (Mode == rounding::nearest_even || Mode == rounding::nearest_away || Mode == rounding::toward_zero) &&
+    std::same_as<S, float> && float_add_form<V>;
 
 /// Rounds one register (and counts it) on the cheapest path its lanes allow. FloatAddFirst (only
 /// with has_float_add and float_add) skips the single-binade test and sends every finite
