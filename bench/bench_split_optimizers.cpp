@@ -50,8 +50,9 @@ const ms::split_layout layouts[] = {
     {minifloat::binary16, 13},                             // lossless in fp16's normal range
     {minifloat::bfloat16, 8},                              // 3 bytes per weight
     {minifloat::bfloat16, 9, minifloat::storage::split_mode::stochastic},  // paper's rstoc variant
+    {minifloat::fp_6_9_0, 8},  // all-finite visible format: the step checks every value is storable first
 };
-const char* const layout_names[] = {"bf16+16", "fp16+13", "bf16+8", "bf16+9_stochastic"};
+const char* const layout_names[] = {"bf16+16", "fp16+13", "bf16+8", "bf16+9_stochastic", "fp(6,9,0)+8"};
 
 double weight_bytes(const ms::split_layout& l) { return (l.visible_bits() + l.extra_bits) / 8.0; }
 
@@ -99,6 +100,13 @@ void bm_sgd_split(benchmark::State& state) {
   ms::split_tensor w(initial_weights(), l);
   time_steps<ms::sgd_state>(state, w, sgd, weight_bytes(l) * 2 + sgd_other);
 }
+// Low-precision-only weights (low_tensor.hpp): bf16 (IEEE) and the all-finite fp(6,9,0).
+void bm_sgd_low(benchmark::State& state) {
+  const minifloat::format f = state.range(0) == 0 ? minifloat::bfloat16 : minifloat::fp_6_9_0;
+  state.SetLabel(state.range(0) == 0 ? "bf16" : "fp(6,9,0)");
+  ms::low_tensor w(initial_weights(), f);
+  time_steps<ms::sgd_state>(state, w, sgd, 2 * 2 + sgd_other);
+}
 void bm_adam_fp32(benchmark::State& state) {
   std::vector<float> w = initial_weights();
   time_steps<ms::adam_state>(state, w, adam, 4 * 2 + adam_other);
@@ -112,9 +120,10 @@ void bm_adam_split(benchmark::State& state) {
 
 BENCHMARK(bm_memcpy_weights)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_sgd_fp32)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_sgd_split)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_sgd_split)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_sgd_low)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
 BENCHMARK(bm_adam_fp32)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_adam_split)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_adam_split)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

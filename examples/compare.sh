@@ -8,7 +8,8 @@
 # Runs fp32, uniform, operator-based (op), its variant (op-variant) and the paper's size-ordered
 # demotion ("ours") at r = 0.25, 0.5, 0.9 (the MLP has four tensor groups, so 0.75 would
 # demote the same groups as 0.5), each with `train --csv`, at most JOBS at a time, and
-# prints examples/summarize_runs.sh's table. Defaults: the MLP, 3 epochs, seed 1, 2 jobs — about
+# prints examples/summarize_runs.sh's table. It prints a line as each run starts and as it ends
+# (with its test accuracy and time), so a slow machine shows progress. Defaults: the MLP, 3 epochs, seed 1, 2 jobs — about
 # 2 minutes on a 2-core machine (docs/results.md). The CSVs stay in OUT_DIR (default
 # ./compare-out); examples/plot_tradeoff.sh OUT_DIR out.png draws them. -x passes flags to every
 # run (the ctest smoke test uses -x '--train-limit 512 --test-limit 256').
@@ -53,9 +54,11 @@ configs=(
   "ours-r0.9-decreasing|--assignment ours --ratio 0.9"
 )
 
-echo "compare: $model, $epochs epochs, seeds $seeds, $jobs jobs at a time, trainer $train, CSVs in $out"
+total=$(( ${#configs[@]} * $(echo $seeds | wc -w) ))
+echo "compare: $model, $epochs epochs, seeds $seeds, $jobs jobs at a time ($total runs), trainer $train, CSVs in $out"
 start=$(date +%s)
 running=0
+started=0
 for seed in $seeds; do
   for entry in "${configs[@]}"; do
     name=${entry%%|*}
@@ -64,9 +67,21 @@ for seed in $seeds; do
       wait -n
       running=$((running - 1))
     fi
-    # shellcheck disable=SC2086  # flags and extra are lists of words
-    nice "$train" --quiet --model "$model" --epochs "$epochs" --seed "$seed" $flags $extra \
-      --csv "$out/$name-s$seed.csv" > "$out/$name-s$seed.log" 2>&1 &
+    started=$((started + 1))
+    echo "  [$started/$total] $name seed $seed: started ($(( $(date +%s) - start )) s)"
+    (
+      run_start=$(date +%s)
+      # shellcheck disable=SC2086  # flags and extra are lists of words
+      nice "$train" --quiet --model "$model" --epochs "$epochs" --seed "$seed" $flags $extra \
+        --csv "$out/$name-s$seed.csv" > "$out/$name-s$seed.log" 2>&1
+      rc=$?
+      if [ $rc -eq 0 ]; then
+        echo "  $name seed $seed: done in $(( $(date +%s) - run_start )) s, test accuracy $(tail -n 1 "$out/$name-s$seed.csv" | cut -d, -f5)"
+      else
+        echo "  $name seed $seed: FAILED (exit $rc), see $out/$name-s$seed.log"
+      fi
+      exit $rc
+    ) &
     running=$((running + 1))
   done
 done
@@ -83,5 +98,10 @@ echo "done in $(( $(date +%s) - start )) s"
 echo
 "$here/summarize_runs.sh" "$out"
 echo
+if [ "$(echo $seeds | wc -w)" -lt 3 ]; then
+  echo "Note: $(echo $seeds | wc -w) seed(s) per configuration. Seed-to-seed ranges in docs/results.md reach half a point"
+  echo "of accuracy and more, so differences of a few tenths here are noise, not a ranking: run -s '1 2 3 4 5'"
+  echo "for means with min–max ranges."
+fi
 echo "low-precision ratio: share of the tensors' bits in the 8-bit formats, averaged over the epochs (higher = less memory);"
 echo "memory: model aggregate over the all-high (16-bit) assignment's. Plot: examples/plot_tradeoff.sh $out tradeoff.png"

@@ -63,7 +63,7 @@ width, gradients stay fp32, loss scaling is off; +gecko also counts the Gecko-en
   --dc-relearn-epochs M      QM+QE: and for M epochs after a learning-rate change (default 5)
   --dc-relearn-lr-factor F   an epoch starting at <= F times the rate of the last learning period
                              counts as a learning-rate change (default 0.1)
-  --dc-bw-history H          BitWave: losses in the regression (default 100)
+  --dc-bw-history H          BitWave: losses in the regression, 2 to 1e6 (default 100)
   --dc-bw-threshold T        BitWave: slope threshold, normalised by the mean loss (default 1e-3)
   --dc-bw-cadence C          BitWave: batches between decisions (default 1)
   --dc-bw-fix-epoch F        BitWave: fix the container at its average after F epochs (default 5;
@@ -89,13 +89,13 @@ bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_o
     if (value == "exact") o.quantum.exponent_rule = mt::exponent_gradient::finite_difference;
     else if (value == "linearised") o.quantum.exponent_rule = mt::exponent_gradient::linearised;
     else throw std::invalid_argument("--dc-exponent-gradient expects exact or linearised");
-  } else if (flag == "--dc-learn-epochs") o.learn_epochs = flags::at_least<std::size_t>(flag, value, 0);
-  else if (flag == "--dc-relearn-epochs") o.relearn_epochs = flags::at_least<std::size_t>(flag, value, 0);
+  } else if (flag == "--dc-learn-epochs") o.learn_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
+  else if (flag == "--dc-relearn-epochs") o.relearn_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
   else if (flag == "--dc-relearn-lr-factor") o.relearn_lr_factor = flags::non_negative(flag, value);
-  else if (flag == "--dc-bw-history") o.bitwave.history = flags::at_least<std::size_t>(flag, value, 2);
+  else if (flag == "--dc-bw-history") o.bitwave.history = flags::between<std::size_t>(flag, value, 2, 1000000);
   else if (flag == "--dc-bw-threshold") o.bitwave.threshold = flags::non_negative(flag, value);
-  else if (flag == "--dc-bw-cadence") o.bitwave.cadence = flags::at_least<std::size_t>(flag, value, 1);
-  else if (flag == "--dc-bw-fix-epoch") o.bitwave_fix_epochs = flags::at_least<std::size_t>(flag, value, 0);
+  else if (flag == "--dc-bw-cadence") o.bitwave.cadence = flags::between<std::size_t>(flag, value, 1, 1000000);
+  else if (flag == "--dc-bw-fix-epoch") o.bitwave_fix_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
   else if (flag == "--dc-gecko") {
     if (value == "faithful") o.gecko_variant = minifloat::storage::gecko_variant::faithful;
     else if (value == "improved") o.gecko_variant = minifloat::storage::gecko_variant::improved;
@@ -109,7 +109,8 @@ bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_o
   return true;
 }
 
-dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o)
+dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o,
+                                                 output_file tensor_csv)
     : options_(o),
       forward_of_(),
       backward_of_(),
@@ -117,16 +118,18 @@ dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d,
       schedule_(o.learn_epochs, o.relearn_epochs),
       bitwave_(o.bitwave),
       epoch_(classes_of(containers_)),
-      run_(classes_of(containers_)) {
+      run_(classes_of(containers_)),
+      tensor_csv_(std::move(tensor_csv)) {
   // BitWave imposes its container and learns from the loss alone: no bitlength gradients.
   if (options_.method == dynamic_method::bitwave) containers_.set_learning(false);
-  if (!options_.tensor_csv.empty()) {
-    tensor_csv_ = std::make_unique<std::ofstream>(options_.tensor_csv);
-    if (!*tensor_csv_) throw std::runtime_error("cannot write '" + options_.tensor_csv + "'");
-    *tensor_csv_ << "epoch,tensor,class,numel,learning,n_mantissa,n_exponent,mean_mantissa_bits,mean_exponent_bits,"
-                    "sign_share,mean_total_bits,gecko_exponent_bits\n";
-  }
 }
+
+std::string dynamic_container_hooks::tensor_csv_header() {
+  return "epoch,tensor,class,numel,learning,n_mantissa,n_exponent,mean_mantissa_bits,mean_exponent_bits,"
+         "sign_share,mean_total_bits,gecko_exponent_bits\n";
+}
+
+void dynamic_container_hooks::close_outputs() { tensor_csv_.close(); }
 
 void dynamic_container_hooks::set_counting(bool training) {
   training_ = training;
@@ -284,6 +287,7 @@ std::string dynamic_container_hooks::csv_columns() const {
 
 void dynamic_container_hooks::write_tensor_rows(std::size_t epoch) {
   if (!tensor_csv_) return;
+  std::string rows;
   for (std::size_t t = 0; t < epoch_.size(); ++t) {
     const mt::quantum_tensor& q = containers_.tensors()[t];
     const mt::footprint_totals& f = epoch_.tensor(t);
@@ -294,11 +298,15 @@ void dynamic_container_hooks::write_tensor_rows(std::size_t epoch) {
                   q.mantissa_length(), q.exponent_length(), static_cast<double>(f.mantissa_bits) / n,
                   static_cast<double>(f.exponent_bits) / n, static_cast<double>(f.sign_bits) / n,
                   static_cast<double>(f.bits(mt::footprint_variant::both)) / n);
-    *tensor_csv_ << row;
-    if (f.has_gecko() && f.elements) *tensor_csv_ << static_cast<double>(f.gecko_bits) / n;
-    *tensor_csv_ << '\n';
+    std::string line = row;
+    if (f.has_gecko() && f.elements) {
+      char gecko[32];
+      std::snprintf(gecko, sizeof gecko, "%g", static_cast<double>(f.gecko_bits) / n);  // as ostream << double
+      line += gecko;
+    }
+    rows += line + '\n';
   }
-  tensor_csv_->flush();
+  tensor_csv_.write(rows);  // the epoch's rows at once
 }
 
 }  // namespace examples

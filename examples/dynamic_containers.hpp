@@ -11,7 +11,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
@@ -23,6 +22,7 @@
 
 #include "nn/hooks.hpp"
 #include "nn/sequential.hpp"
+#include "output_file.hpp"
 
 namespace examples {
 
@@ -50,6 +50,11 @@ struct dynamic_options {
 /// The `--dc-*` flags; returns false for a flag that is not one of them, throws
 /// std::invalid_argument for a bad value.
 bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o);
+/// The flags parse_dynamic_flag reads (each takes a value).
+inline constexpr std::string_view dynamic_value_flags[] = {
+    "--dc-gamma-m",     "--dc-gamma-e",        "--dc-bit-lr",     "--dc-lambda",      "--dc-exponent-gradient",
+    "--dc-learn-epochs", "--dc-relearn-epochs", "--dc-relearn-lr-factor", "--dc-bw-history", "--dc-bw-threshold",
+    "--dc-bw-cadence",  "--dc-bw-fix-epoch",   "--dc-gecko",      "--dc-sign",        "--dc-tensor-csv"};
 extern const std::string_view dynamic_help;
 
 /// Which bits a spread is about: the mantissa, the exponent, or sign + exponent + mantissa.
@@ -62,7 +67,8 @@ struct bitlength_spread {
 
 class dynamic_container_hooks final : public nn::rounding_hooks {
  public:
-  dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o);
+  /// tensor_csv: the opened --dc-tensor-csv (with its header), or none.
+  dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o, output_file tensor_csv = {});
 
   void round(const nn::tensor_site& site, std::span<float> values) override;
   /// Training passes save inputs, draw bitlengths and count; evaluation passes do none of that.
@@ -85,7 +91,10 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   std::string epoch_line() const;        ///< one indented line after the trainer's epoch line
   static std::string csv_header();       ///< columns appended to the trainer's --csv
   std::string csv_columns() const;
+  /// --dc-tensor-csv: the header, and the rows of one epoch (to the file given to the constructor).
+  static std::string tensor_csv_header();
   void write_tensor_rows(std::size_t epoch);
+  void close_outputs();
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
@@ -99,7 +108,7 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   bool training_ = true;
   double period_lr_ = 0;
   std::size_t epoch_index_ = 0;
-  std::unique_ptr<std::ofstream> tensor_csv_;
+  output_file tensor_csv_;
 };
 
 }  // namespace examples

@@ -54,4 +54,14 @@ T at_least(std::string_view flag, std::string_view text, T min) {
   return v;
 }
 
+/// A whole number in [min, max].
+template <class T>
+T between(std::string_view flag, std::string_view text, T min, T max) {
+  const T v = at_least<T>(flag, text, min);
+  if (v > max)
+    throw std::invalid_argument(std::string(flag) + " must be at most " + std::to_string(max) + ", got " +
+                                std::string(text));
+  return v;
+}
+
 }  // namespace examples::flags

@@ -5,11 +5,13 @@
 #
 # PARTs (default: all, in this order):
 #   tradeoff   MLP, 5 epochs, seeds 1–3: fp32, all-high, uniform, op, op-variant and ours at
-#              r = 0, 0.1, …, 1 (decreasing order)                        → OUT/tradeoff/
+#              r = 0, 0.1, 0.5, 0.9, 1 (decreasing order): one r per distinct assignment (the
+#              MLP's four groups make r = 0.1–0.4 and 0.5–0.8 demote the same groups, and runs
+#              with the same assignment and seed are bit-identical)     → OUT/tradeoff/
 #   order      ours at r = 0.25, 0.5, 0.75 in decreasing, increasing and random order (MLP,
 #              5 epochs; random draws a different order for each seed)   → OUT/order/
-#   promotion  MLP, 3 epochs: uniform at lr 0.2, 0.25, 0.3 and ours r = 0.5 at lr 0.3, promotion
-#              on vs off, with per-step CSVs (the overflow trajectory); fp32 at both rates
+#   promotion  MLP, 3 epochs, seeds 1–5: uniform at lr 0.2, 0.25, 0.3 and ours r = 0.5 at lr 0.3,
+#              promotion on vs off, with per-step CSVs (the overflow trajectory); fp32 at each rate
 #                                                                        → OUT/promotion/
 #   cnn        the trade-off on the CNN at width 0.25 (2 epochs, seeds 1–3): fp32, uniform, op,
 #              op-variant and ours at r = 0, 0.5, 0.9 — the r that give distinct assignments
@@ -17,8 +19,9 @@
 #              ours at r = 1)                                            → OUT/tradeoff-cnn/
 #   scaling    uniform with loss scaling on vs off: MLP (5 epochs) and CNN width 0.25 (2 epochs)
 #                                                                        → OUT/scaling/
-#   summary    the tables (OUT/*.md) and the plots (OUT/tradeoff.png, OUT/tradeoff-cnn.png,
-#              OUT/overflow.png: MLP at lr 0.3, seed 1, uniform with and without promotion)
+#   summary    the tables (OUT/*.md, one per part; OUT/trajectory.md: the per-step overflow
+#              trajectory of uniform at lr 0.3, seed 2, without and with promotion) and the plots
+#              (OUT/tradeoff.png, OUT/tradeoff-cnn.png, OUT/overflow.png: the same two runs)
 # Every run uses the reference code's rounding (--rounding nearest-away) and writes
 # CONFIG-sSEED.csv and .log; a run whose CSV already has all its epochs is skipped, so an
 # interrupted reproduction resumes. JOBS (default 2) runs at a time, under nice. Measured cost on
@@ -34,7 +37,7 @@ while getopts "b:o:j:h" opt; do
     b) build=$OPTARG ;;
     o) out=$OPTARG ;;
     j) jobs=$OPTARG ;;
-    h) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    h) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [tradeoff|order|promotion|cnn|scaling|summary ...]" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +51,8 @@ train=$(find_train "$build" "$here") || exit 1
 # shellcheck source=examples/job_queue.sh
 . "$here/job_queue.sh"
 seeds="1 2 3"
+# Promotion decides between diverging and training, which varies from seed to seed: more seeds.
+promotion_seeds="1 2 3 4 5"
 
 # run DIR NAME SEED EPOCHS FLAGS...: one training run in the background, at most $jobs at a time.
 run() {
@@ -73,7 +78,7 @@ for part in $parts; do
         for a in fp32 all-high uniform op op-variant; do
           run tradeoff "$a" "$seed" 5 --model mlp --assignment "$a"
         done
-        for r in 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1; do
+        for r in 0 0.1 0.5 0.9 1; do
           run tradeoff "ours-r$r-decreasing" "$seed" 5 --model mlp --assignment ours --ratio "$r"
         done
       done ;;
@@ -89,7 +94,7 @@ for part in $parts; do
       # The MLP at 4x and 6x its default lr (0.05): at 0.3 the hidden activations and logits
       # overflow fp(4,3,4)'s maximum of 30 in 3–10% of their elements within ~30 steps (at 0.4
       # fp32 gives NaN within the first epoch). uniform = ours at r = 1.
-      for seed in $seeds; do
+      for seed in $promotion_seeds; do
         for lr in 0.2 0.25 0.3; do
           for p in on off; do
             run promotion "uniform-lr$lr-promo-$p" "$seed" 3 --model mlp --lr "$lr" --assignment uniform --promotion "$p" \
@@ -132,10 +137,25 @@ for part in $parts; do
         "$here/plot_tradeoff.sh" "$out/tradeoff" "$out/tradeoff.png" \
           "Fashion-MNIST, MLP 784-512-512-10, 5 epochs, 3 seeds"
       fi
-      if [ -f "$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" ]; then
+      # Seed 2: the first seed in which promotion turns a diverging run into one that trains.
+      trajectory_steps="0 20 30 60 100 139 200 250 285 300"
+      if [ -f "$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" ]; then
+        {
+          echo "uniform, lr 0.3, seed 2, no promotion:"
+          echo
+          # shellcheck disable=SC2086  # the steps are a list of words
+          "$here/summarize_trajectory.sh" "$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" $trajectory_steps
+          echo
+          echo "uniform, lr 0.3, seed 2, promotion (Θ = 0.01):"
+          echo
+          # shellcheck disable=SC2086
+          "$here/summarize_trajectory.sh" "$out/promotion/uniform-lr0.3-promo-on-s2.steps.csv" $trajectory_steps
+        } > "$out/trajectory.md"
+        echo "$out/trajectory.md:"
+        cat "$out/trajectory.md"
         "$here/plot_overflow.sh" "$out/overflow.png" 0.01 \
-          "uniform, no promotion=$out/promotion/uniform-lr0.3-promo-off-s1.steps.csv" \
-          "uniform, promotion Θ=0.01=$out/promotion/uniform-lr0.3-promo-on-s1.steps.csv"
+          "uniform, no promotion=$out/promotion/uniform-lr0.3-promo-off-s2.steps.csv" \
+          "uniform, promotion Θ=0.01=$out/promotion/uniform-lr0.3-promo-on-s2.steps.csv"
       fi
       if [ -d "$out/tradeoff-cnn" ]; then
         "$here/plot_tradeoff.sh" "$out/tradeoff-cnn" "$out/tradeoff-cnn.png" \

@@ -13,6 +13,8 @@
 #           16 bits and low 8
 #   promo   tensors promoted by the end of training; d_lowp the low-precision ratio lost to
 #           promotion (first epoch's start minus last epoch's end)
+#   per seed  each seed's best accuracy; when it promoted, "(promotions; Δ d_lowp)"; "NaN" when its
+#           training loss became NaN (which runs train and which diverge, not only the mean)
 # Without --data it prints a Markdown table; with --data, whitespace-separated columns for
 # gnuplot: config lowp_mean lowp_min lowp_max best_mean best_min best_max n.
 set -eu
@@ -70,6 +72,7 @@ done | sort -k1,1 -k2,2n | awk -v data="$data" '
     lowp[c, k] = $3; best[c, k] = $4; final[c, k] = $5; bits[c, k] = $6; epochs[c] = $7
     promo[c, k] = $8; dl[c, k] = $9; secs[c, k] = $10; nan[c] += $11
     seeds[c] = seeds[c] (k > 1 ? "," : "") $2
+    per[c] = per[c] (k > 1 ? "; " : "") sprintf("%s: %.2f", $2, 100 * $4) ($8 > 0 ? sprintf(" (%d; Δ %.4f)", $8, $9) : "") ($11 ? " NaN" : "")
   }
   function stat(arr, c, what,   i, s, lo, hi) {
     s = 0; lo = arr[c, 1]; hi = arr[c, 1]
@@ -87,8 +90,8 @@ done | sort -k1,1 -k2,2n | awk -v data="$data" '
     for (i = 1; i <= nc; i++) for (j = i + 1; j <= nc; j++)
       if (key_order(order[j]) < key_order(order[i])) { t = order[i]; order[i] = order[j]; order[j] = t }
     if (!data) {
-      print "| configuration | seeds | epochs | low-precision ratio | memory vs all-high | best test acc % (min–max) | final test acc % (min–max) | promoted | Δ lowp from promotion | time/run s |"
-      print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+      print "| configuration | seeds | epochs | low-precision ratio | memory vs all-high | best test acc % (min–max) | final test acc % (min–max) | promoted | Δ lowp from promotion | time/run s | per seed: best % (promoted; Δ lowp) |"
+      print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     }
     for (i = 1; i <= nc; i++) {
       c = order[i]
@@ -98,11 +101,10 @@ done | sort -k1,1 -k2,2n | awk -v data="$data" '
         continue
       }
       mem = ref > 0 ? sprintf("%.3f", stat(bits, c, "mean") / ref) : "–"
-      printf "| %s | %s | %d | %.4f | %s | %.2f (%.2f–%.2f) | %.2f (%.2f–%.2f) | %.1f | %.4f | %.0f |%s\n", c, seeds[c], epochs[c],
+      printf "| %s | %s | %d | %.4f | %s | %.2f (%.2f–%.2f) | %.2f (%.2f–%.2f) | %.1f | %.4f | %.0f | %s |\n", c, seeds[c], epochs[c],
              stat(lowp, c, "mean"), mem,
              100 * stat(best, c, "mean"), 100 * stat(best, c, "min"), 100 * stat(best, c, "max"),
              100 * stat(final, c, "mean"), 100 * stat(final, c, "min"), 100 * stat(final, c, "max"),
-             stat(promo, c, "mean"), stat(dl, c, "mean"), stat(secs, c, "mean"),
-             nan[c] ? " NaN loss in " nan[c] " run(s)" : ""
+             stat(promo, c, "mean"), stat(dl, c, "mean"), stat(secs, c, "mean"), per[c]
     }
   }'

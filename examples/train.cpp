@@ -7,11 +7,11 @@
 // the rules.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <minifloat/training/training.hpp>
 
 #include "data/batches.hpp"
@@ -34,6 +35,7 @@
 #include "site_wiring.hpp"
 #include "dynamic_containers.hpp"
 #include "flag_parsing.hpp"
+#include "output_file.hpp"
 #include "weight_options.hpp"
 
 namespace mt = minifloat::training;
@@ -48,7 +50,7 @@ precision-assignment paper, emulated by minifloat (docs/training.md has the rule
 model and data
   --model mlp|cnn            network (default mlp): MLP 784-512-512-10, or CNN
                              conv-bn-relu-pool x2 + linear (examples/nn/models.hpp)
-  --width W                  width multiplier, > 0 (default 1): narrower models are
+  --width W                  width multiplier in (0, 8] (default 1): narrower models are
                              harder to train in low precision
   --data-dir PATH            Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)
   --train-limit N            use only the first N training images (default 0 = all 60000)
@@ -83,8 +85,8 @@ optimisation
   --loss-scaling on|off      dynamic loss scaling with GradScaler's rules (default on, off for fp32)
   --init-scale S             initial loss scale (default 65536)
   --growth-interval N        successful steps between scale growths (default one epoch)
-  --epochs N                 (default 10)
-  --batch-size N             (default 128)
+  --epochs N                 1 to 10000 (default 10)
+  --batch-size N             1 to 60000 (default 128)
   --lr LR                    peak learning rate of the cosine schedule (default 0.05 for
                              the MLP, 0.02 for the CNN, whose head is sharper: at 0.05 it
                              learns more slowly, docs/examples.md §7)
@@ -92,8 +94,8 @@ optimisation
   --weight-decay WD          (default 5e-4)
   --seed N                   initialisation, data order, stochastic rounding and random
                              demotion order (default 1)
-  --threads N                threads that share the rounding of large tensors (default 1;
-                             the layers' GEMMs run on the calling thread)
+  --threads N                threads that share the rounding of large tensors, 1 to 256
+                             (default 1; the layers' GEMMs run on the calling thread)
 
 output
   --csv PATH                 write one row per epoch to PATH
@@ -103,6 +105,12 @@ output
                              divergence)
   --quiet                    only the per-epoch lines
   --help                     this text
+
+Every output file is created before the data loads (a bad path fails at once), each row is
+written whole and flushed, and a failed write or close ends the run with exit status 1.
+SIGINT or SIGTERM stops the run at the next step boundary: the CSVs keep their header and
+every completed row (the interrupted epoch has no --csv row), and the exit status is 130 or
+143. A flag given twice is an error.
 
 Each epoch prints: train loss and accuracy, test accuracy, the low-precision ratio (bits,
 averaged over the epoch's steps), promotions (this epoch / total), the loss scale and the
@@ -159,31 +167,79 @@ T parse_choice(std::string_view flag, std::string_view text, std::initializer_li
   throw usage_error(std::string(flag) + " expects one of " + names + ", got '" + std::string(text) + "'");
 }
 
+/// The trainer's own flags that take a value (weight_options.hpp and dynamic_containers.hpp list
+/// theirs); each is parsed below.
+constexpr std::string_view train_value_flags[] = {
+    "--model", "--width", "--data-dir", "--train-limit", "--test-limit", "--assignment", "--ratio", "--order",
+    "--rounding", "--promotion", "--theta", "--loss-scaling", "--init-scale", "--growth-interval", "--epochs",
+    "--batch-size", "--lr", "--momentum", "--weight-decay", "--seed", "--threads", "--csv", "--step-csv"};
+constexpr std::string_view train_switches[] = {"--quiet"};
+
+/// One flag of the command line and its text ("" for a switch given without one).
+struct given_flag {
+  std::string flag, value;
+};
+
+/// Splits the command line with CLI11 (`--flag value` and `--flag=value`): every flag of the three
+/// blocks at most once, each value flag with one value. Returns the flags given, or nothing for
+/// --help. Unknown flags, stray arguments, repeated flags and missing values are usage errors.
+std::optional<std::vector<given_flag>> split_command_line(int argc, char** argv) {
+  CLI::App app("train");
+  app.set_help_flag();  // the help text is ours (help_text and the blocks' sections)
+  app.allow_extras();   // reported below in our words
+  const CLI::Option* help = app.add_flag("--help,-h");
+  std::vector<CLI::Option*> options;
+  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_value_flags),
+                            std::span<const std::string_view>(examples::weight_value_flags),
+                            std::span<const std::string_view>(examples::dynamic_value_flags)})
+    for (const std::string_view name : names)
+      options.push_back(app.add_option(std::string(name))
+                            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                            ->allow_extra_args(false)
+                            ->expected(0, 1));
+  const std::size_t first_switch = options.size();
+  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_switches),
+                            std::span<const std::string_view>(examples::weight_switches)})
+    for (const std::string_view name : names) options.push_back(app.add_flag(std::string(name)));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(e.what());
+  }
+  if (help->count() > 0) return std::nullopt;
+  for (const std::string& extra : app.remaining()) {
+    if (extra.starts_with("-")) throw usage_error("unknown flag '" + extra.substr(0, extra.find('=')) + "'");
+    throw usage_error("unexpected argument '" + extra + "'");
+  }
+  std::vector<given_flag> given;
+  for (std::size_t k = 0; k < options.size(); ++k) {
+    const CLI::Option& o = *options[k];
+    if (o.count() == 0) continue;
+    const std::string name = o.get_name();
+    if (o.count() > 1) throw usage_error(name + " is given twice");  // not "the last one wins"
+    const std::string value = o.results().empty() ? std::string() : o.results().front();
+    if (k < first_switch && value.empty()) throw usage_error(name + " needs a value");
+    given.push_back({name, k < first_switch || value != "true" ? value : std::string()});
+  }
+  return given;
+}
+
 std::optional<config> parse_flags(int argc, char** argv) {
+  const std::optional<std::vector<given_flag>> given = split_command_line(argc, argv);
+  if (!given) return std::nullopt;
   config c;
   bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") return std::nullopt;
-    if (arg == "--quiet") {
+  for (const given_flag& g : *given) {
+    const std::string_view flag = g.flag, value = g.value;
+    if (flag == "--quiet") {
+      if (!value.empty()) throw usage_error("--quiet takes no value");
       c.quiet = true;
-      continue;
+    } else if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
+    else if (flag == "--width") {
+      // Parameters grow with width²: at 8 the MLP has 20 M (at 1e6 the allocation would fail).
+      c.width = examples::flags::positive(flag, value);
+      if (c.width > 8) throw usage_error("--width must be at most 8, got " + std::string(value));
     }
-    if (examples::is_weight_switch(arg)) {
-      examples::parse_weight_flag(c.weights, arg, {});
-      continue;
-    }
-    if (!arg.starts_with("--")) throw usage_error("unexpected argument '" + std::string(arg) + "'");
-    std::string_view flag = arg, value;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    } else {
-      if (i + 1 >= argc) throw usage_error(std::string(flag) + " needs a value");
-      value = argv[++i];
-    }
-    if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
-    else if (flag == "--width") c.width = examples::flags::positive(flag, value);
     else if (flag == "--data-dir") c.data_dir = value;
     else if (flag == "--train-limit") c.train_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
     else if (flag == "--test-limit") c.test_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
@@ -222,14 +278,15 @@ std::optional<config> parse_flags(int argc, char** argv) {
     }
     else if (flag == "--loss-scaling") c.loss_scaling = parse_switch(flag, value);
     else if (flag == "--init-scale") c.init_scale = static_cast<float>(examples::flags::positive(flag, value));
-    else if (flag == "--growth-interval") c.growth_interval = examples::flags::at_least<std::size_t>(flag, value, 1);
-    else if (flag == "--epochs") c.epochs = examples::flags::at_least<std::size_t>(flag, value, 1);
-    else if (flag == "--batch-size") c.batch_size = examples::flags::at_least<std::size_t>(flag, value, 1);
+    else if (flag == "--growth-interval")
+      c.growth_interval = examples::flags::between<std::size_t>(flag, value, 1, std::size_t{1} << 40);
+    else if (flag == "--epochs") c.epochs = examples::flags::between<std::size_t>(flag, value, 1, 10000);
+    else if (flag == "--batch-size") c.batch_size = examples::flags::between<std::size_t>(flag, value, 1, 60000);
     else if (flag == "--lr") c.lr = examples::flags::positive(flag, value);
     else if (flag == "--momentum") c.momentum = examples::flags::in_range(flag, value, 0.0, 1.0);
     else if (flag == "--weight-decay") c.weight_decay = examples::flags::in_range(flag, value, 0.0, 1.0);
     else if (flag == "--seed") c.seed = examples::flags::number<std::uint64_t>(flag, value);
-    else if (flag == "--threads") c.threads = std::min<std::size_t>(examples::flags::at_least<std::size_t>(flag, value, 1), 256);
+    else if (flag == "--threads") c.threads = examples::flags::between<std::size_t>(flag, value, 1, 256);
     else if (flag == "--csv") c.csv = value;
     else if (flag == "--step-csv") c.step_csv = value;
     else if (flag.starts_with("--dc-")) {
@@ -344,7 +401,7 @@ std::string csv_quote(const std::string& s) {
 
 /// One row of --step-csv: the step's loss and scale (the scale the step's backward used), and the
 /// three largest overflow ratios of enabled forward tensors in this step, largest first.
-void write_step_row(std::ofstream& out, const mt::graph& g, std::size_t epoch, std::uint64_t step, double batch_loss,
+std::string step_row(const mt::graph& g, std::size_t epoch, std::uint64_t step, double batch_loss,
                     float scale, bool skipped) {
   std::vector<std::size_t> top;
   for (std::size_t s = 0; s < g.sites().size(); ++s)
@@ -363,11 +420,39 @@ void write_step_row(std::ofstream& out, const mt::graph& g, std::size_t epoch, s
   std::snprintf(row, sizeof row, "%zu,%llu,%.6g,%g,%d,%.6f,%.6g,", epoch, static_cast<unsigned long long>(step), batch_loss,
                 static_cast<double>(scale), skipped ? 1 : 0, mt::measure_footprint(g.sites()).low_ratio(),
                 n ? ratio(top[0]) : 0.0);
-  out << row << csv_quote(top_text) << '\n';
+  return row + csv_quote(top_text) + '\n';
+}
+
+/// The signal that asked the run to stop (SIGINT or SIGTERM), 0 while none did. A signal handler
+/// can only set a flag of this type; the training loop reads it between steps.
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void request_stop(int signal) { stop_signal = signal; }
+
+/// The outputs, each created (with its header) before the data loads.
+struct outputs {
+  examples::output_file csv, step_csv, memory_csv, tensor_csv;
+};
+
+outputs open_outputs(const config& c) {
+  outputs o;
+  if (!c.csv.empty())
+    o.csv = examples::output_file(
+        c.csv, std::string("epoch,train_loss,train_acc,test_loss,test_acc,low_ratio,model_bits,promotions,promotions_total,"
+                           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds,low_ratio_start,low_ratio_end") +
+                   (is_dynamic(c.assignment) ? examples::dynamic_container_hooks::csv_header() : "") + '\n');
+  if (!c.step_csv.empty())
+    o.step_csv = examples::output_file(c.step_csv, "epoch,step,loss,loss_scale,skipped,low_ratio,max_overflow,top_overflow\n");
+  if (!c.weights.memory_csv.empty()) o.memory_csv = examples::output_file(c.weights.memory_csv, examples::memory_csv_header());
+  if (!c.dynamic.tensor_csv.empty())
+    o.tensor_csv = examples::output_file(c.dynamic.tensor_csv, examples::dynamic_container_hooks::tensor_csv_header());
+  return o;
 }
 
 int run(const config& c) {
   const auto t_start = std::chrono::steady_clock::now();
+  outputs out = open_outputs(c);
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
   const data::image_dataset train_set = limited(data::load_fashion_mnist(data::split::train, c.data_dir), c.train_limit);
   const data::image_dataset test_set = limited(data::load_fashion_mnist(data::split::test, c.data_dir), c.test_limit);
   minifloat::storage::memory_ledger ledger;  // before every container it counts, so it outlives them
@@ -428,7 +513,8 @@ int run(const config& c) {
   const nn::cosine_schedule schedule{.base_lr = base_lr, .total = c.epochs * steps_per_epoch};
   site_hooks hooks(g, wired.site_of, c.threads);
   std::unique_ptr<examples::dynamic_container_hooks> dynamic;
-  if (is_dynamic(c.assignment)) dynamic = std::make_unique<examples::dynamic_container_hooks>(desc, c.dynamic);
+  if (is_dynamic(c.assignment))
+    dynamic = std::make_unique<examples::dynamic_container_hooks>(desc, c.dynamic, std::move(out.tensor_csv));
   nn::rounding_hooks& active_hooks = dynamic ? static_cast<nn::rounding_hooks&>(*dynamic) : hooks;
 
   if (!c.quiet) {
@@ -461,28 +547,13 @@ int run(const config& c) {
     if (dynamic) std::printf("dynamic containers: %s\n", dynamic->describe().c_str());
   }
 
-  std::ofstream csv;
-  if (!c.csv.empty()) {
-    csv.open(c.csv);
-    if (!csv) throw std::runtime_error("cannot write '" + c.csv + "'");
-    csv << "epoch,train_loss,train_acc,test_loss,test_acc,low_ratio,model_bits,promotions,promotions_total,"
-           "loss_scale,skipped_steps,lr,top_overflow,epoch_seconds,eval_seconds,low_ratio_start,low_ratio_end"
-        << (dynamic ? examples::dynamic_container_hooks::csv_header() : "") << '\n';
-  }
-  std::ofstream step_csv;
-  if (!c.step_csv.empty()) {
-    step_csv.open(c.step_csv);
-    if (!step_csv) throw std::runtime_error("cannot write '" + c.step_csv + "'");
-    step_csv << "epoch,step,loss,loss_scale,skipped,low_ratio,max_overflow,top_overflow\n";
-  }
-
   nn::softmax_cross_entropy loss;
   loss.track_memory(ledger);
   nn::tensor x;
   x.track_memory(ledger, minifloat::storage::memory_category::activations);
   std::vector<std::int32_t> y;
   std::uint64_t step = 0;
-  for (std::size_t epoch = 0; epoch < c.epochs; ++epoch) {
+  for (std::size_t epoch = 0; epoch < c.epochs && stop_signal == 0; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     loader.start_epoch(epoch);
     mt::footprint_accumulator footprint;
@@ -496,6 +567,7 @@ int run(const config& c) {
     double loss_sum = 0;
     double lr = 0;
     for (std::size_t b = 0; b < steps_per_epoch; ++b, ++step) {
+      if (stop_signal != 0) break;  // at a step boundary: every row written so far is whole
       loader.gather(b, x, y);
       g.begin_step(step);
       lr = schedule(step);
@@ -509,19 +581,26 @@ int run(const config& c) {
       loss_sum += batch_loss * static_cast<double>(y.size());
       correct += loss.correct();
       seen += y.size();
-      net.backward(loss.backward(scaler.scale()), active_hooks, weights.sink());
-      if (dynamic) dynamic->end_step(batch_loss);
       const float scale_used = scaler.scale();
-      // Unscale, check, clip, update (unfused: all at once here; fused: ends the step).
-      const bool stepped = !weights.finish_step().overflow;
+      bool stepped = false;
+      try {
+        net.backward(loss.backward(scale_used), active_hooks, weights.sink());
+        if (dynamic) dynamic->end_step(batch_loss);
+        // Unscale, check, clip, update (unfused: all at once here; fused: ends the step).
+        stepped = !weights.finish_step().overflow;
+      } catch (const examples::unstorable_update& e) {
+        throw std::runtime_error("step " + std::to_string(step) + " (epoch " + std::to_string(epoch + 1) + "), --visible " +
+                                 minifloat::to_string(c.weights.config.visible) + ", " + e.what());
+      }
       if (!stepped) ++skipped;
       scaler.update();
       if (c.promotion) promo.promote(g.sites(), step);
       footprint.add(mt::measure_footprint(g.sites()));
       for (std::size_t s = 0; s < g.sites().size(); ++s)
         max_overflow[s] = std::max(max_overflow[s], g.sites()[s].overflow_ratio());
-      if (step_csv) write_step_row(step_csv, g, epoch + 1, step, batch_loss, scale_used, !stepped);
+      if (out.step_csv) out.step_csv.write(step_row(g, epoch + 1, step, batch_loss, scale_used, !stepped));
     }
+    if (stop_signal != 0) break;  // the interrupted epoch gets no row: its steps are incomplete
     const double low_ratio_end = mt::measure_footprint(g.sites()).low_ratio();
     const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto t1 = std::chrono::steady_clock::now();
@@ -558,22 +637,27 @@ int run(const config& c) {
         std::printf("  promoted %s at step %llu (overflow ratio %.4g)\n", promo.log()[k].site.c_str(),
                     static_cast<unsigned long long>(promo.log()[k].step), promo.log()[k].overflow_ratio);
     std::fflush(stdout);
-    if (csv) {
+    if (out.csv) {
       char row[512];
       std::snprintf(row, sizeof row, "%zu,%.6f,%.6f,%.6f,%.6f,%.6f,%.0f,%zu,%zu,%g,%zu,%.6g,", epoch + 1, train_loss,
                     train_acc, test.loss, test.accuracy, footprint.mean_low_ratio(), footprint.mean_total_bits(), promoted,
                     promo.log().size(), static_cast<double>(scaler.scale()), skipped, lr);
-      csv << row << csv_quote(top_csv) << ',' << train_seconds << ',' << eval_seconds << ',' << format_number(low_ratio_start)
-          << ',' << format_number(low_ratio_end) << (dynamic ? dynamic->csv_columns() : "") << '\n';
-      csv.flush();
+      out.csv.write(row + csv_quote(top_csv) + ',' + format_number(train_seconds) + ',' + format_number(eval_seconds) + ',' +
+                    format_number(low_ratio_start) + ',' + format_number(low_ratio_end) +
+                    (dynamic ? dynamic->csv_columns() : "") + '\n');
     }
   }
   std::fputs(examples::memory_table(ledger).c_str(), stdout);
-  if (!c.weights.memory_csv.empty()) {
-    std::ofstream mem(c.weights.memory_csv);
-    if (!mem) throw std::runtime_error("cannot write '" + c.weights.memory_csv + "'");
-    mem << examples::memory_csv_header()
-        << examples::memory_csv_row(std::string(name_of(c.assignment)) + ", " + examples::describe(wc), ledger);
+  if (out.memory_csv)
+    out.memory_csv.write(examples::memory_csv_row(std::string(name_of(c.assignment)) + ", " + examples::describe(wc), ledger));
+  out.csv.close();
+  out.step_csv.close();
+  out.memory_csv.close();
+  if (dynamic) dynamic->close_outputs();
+  if (stop_signal != 0) {
+    std::fprintf(stderr, "train: stopped by %s before step %llu; the CSVs hold every completed epoch and step\n",
+                 stop_signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<unsigned long long>(step));
+    return 128 + stop_signal;
   }
   if (!c.quiet)
     std::printf("done in %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());

@@ -63,8 +63,6 @@ minifloat::format format_flag(std::string_view flag, std::string_view text) {
 
 }  // namespace
 
-bool is_weight_switch(std::string_view flag) { return flag == "--fused-update"; }
-
 bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value) {
   weight_config& c = f.config;
   if (flag == "--fused-update") {
@@ -115,7 +113,11 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
   } else if (flag == "--clip-value") c.clip.value = static_cast<float>(flags::positive(flag, value));
   else if (flag == "--clip-tensor-norm") c.clip.tensor_norm = static_cast<float>(flags::positive(flag, value));
   else if (flag == "--clip-global-norm") c.clip.global_norm = static_cast<float>(flags::positive(flag, value));
-  else if (flag == "--format") f.compute = format_flag(flag, value);
+  else if (flag == "--format") {
+    // Checked here, before any data loads: the sites round float to this format.
+    f.compute = format_flag(flag, value);
+    if (const std::string p = minifloat::source_problem<float>(*f.compute); !p.empty()) throw flag_error(flag, p);
+  }
   else if (flag == "--memory-csv") f.memory_csv = value;
   else return false;
   return true;

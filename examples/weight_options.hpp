@@ -27,8 +27,11 @@ struct weight_flags {
 /// The help section of these flags.
 extern const std::string_view weight_help;
 
-/// Flags that take no value.
-bool is_weight_switch(std::string_view flag);
+/// The flags of this block: those that take a value, and those that take none.
+inline constexpr std::string_view weight_value_flags[] = {
+    "--weights",    "--visible",          "--extra-bits",       "--split",  "--optimizer",  "--betas",
+    "--on-overflow", "--clip-value", "--clip-tensor-norm", "--clip-global-norm", "--format", "--memory-csv"};
+inline constexpr std::string_view weight_switches[] = {"--fused-update"};
 /// Applies one flag of this block; false if `flag` is not one of them. Throws
 /// std::invalid_argument with a message for a bad value.
 bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value);

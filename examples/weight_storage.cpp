@@ -78,12 +78,16 @@ weight_store::weight_store(nn::sequential& net, const weight_config& config, min
   config_.validate();
   const auto params = net.parameters();
   slots_.resize(params.size());
+  std::vector<std::string> names;
+  for (const nn::module_info& m : net.describe(1).modules)
+    for (const nn::parameter_info& p : m.parameters) names.push_back(m.name + "." + p.name);
   const auto rounding = config_.split == ms::split_mode::stochastic ? minifloat::rounding::stochastic
                                                                     : minifloat::rounding::nearest_even;
   for (std::size_t i = 0; i < params.size(); ++i) {
     slot& s = slots_[i];
     nn::parameter& p = *params[i];
     s.param = &p;
+    s.name = i < names.size() ? names[i] : p.name;
     // Each tensor its own stream of stochastic draws.
     const std::uint64_t seed = minifloat::detail::mix64(config_.seed + minifloat::detail::golden64 * (i + 1));
     if (config_.mode == weight_mode::low_extra)
@@ -141,12 +145,16 @@ void weight_store::update(slot& s) {
       ms::adam_step(w, grad, s.adam,
                     ms::adam_options{lr_, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, true});
   };
-  std::visit(
-      [&](auto& w) {
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(w)>, std::monostate>) step(std::span<float>(s.param->value));
-        else step(w);
-      },
-      s.weights);
+  try {
+    std::visit(
+        [&](auto& w) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(w)>, std::monostate>) step(std::span<float>(s.param->value));
+          else step(w);
+        },
+        s.weights);
+  } catch (const std::domain_error& e) {  // the optimizers' all-or-nothing rejection: nothing changed
+    throw unstorable_update("tensor " + s.name + " (" + std::to_string(s.param->numel()) + " weights): " + e.what());
+  }
   s.state_bytes.resize(state_bytes(s));
 }
 

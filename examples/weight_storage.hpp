@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -72,6 +73,12 @@ struct weight_config {
 };
 
 /// What finish_step() did.
+/// An update that would store a value the weights' format has no code for (NaN or ±Inf in an
+/// all_finite --visible format); the stored weights and optimizer state are as before the step.
+struct unstorable_update : std::domain_error {
+  using std::domain_error::domain_error;
+};
+
 struct step_outcome {
   bool overflow = false;       ///< a non-finite gradient was seen (the loss scaler backs off)
   std::size_t updated = 0;     ///< parameter tensors whose update stands
@@ -108,6 +115,7 @@ class weight_store final : public nn::parameter_source, public nn::gradient_sink
   using stored = std::variant<std::monostate, minifloat::storage::split_tensor, minifloat::storage::low_tensor>;
   struct slot {
     nn::parameter* param = nullptr;
+    std::string name;  ///< e.g. "fc1.weight" (for messages)
     stored weights;  ///< monostate: the master copy in param->value
     minifloat::storage::sgd_state sgd;
     minifloat::storage::adam_state adam;

@@ -65,8 +65,11 @@ int main(int argc, char** argv) {
       for (int bits : {3, 23}) {
         const auto variant = n % 2 == 0 ? st::gecko_variant::improved : st::gecko_variant::faithful;
         const int mantissa = kind == 3 && bits == 3 ? 23 : bits;  // random bits hold NaNs: keep n >= 1
+        // With the CRC-32 trailer (the default) and without it (flags 0: buffers written before it existed).
         write(root / "gecko_tensor", name + "_n" + std::to_string(mantissa),
               st::gecko_encode_tensor(v, {variant, mantissa}));
+        write(root / "gecko_tensor", name + "_n" + std::to_string(mantissa) + "_nocrc",
+              st::gecko_encode_tensor(v, {variant, mantissa, {minifloat::rounding::toward_zero}, false}));
       }
     }
   }

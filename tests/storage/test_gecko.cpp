@@ -305,12 +305,14 @@ TEST_CASE("tensor codec: every n, both variants, truncation", "[gecko]") {
         const auto buf = gecko_encode_tensor(v, o);
         const gecko_size size = gecko_tensor_encoded_size(v, o);
         CHECK(size.bytes == buf.size());
-        CHECK(size.bits == 128 + count * static_cast<std::uint64_t>(n + 1) + gecko_encoded_size(v, variant).bits);
+        CHECK(size.bits == 128 + 32 + count * static_cast<std::uint64_t>(n + 1) + gecko_encoded_size(v, variant).bits);
+        CHECK(gecko_tensor_encoded_size(v, {variant, n, {rounding::toward_zero}, false}).bytes == size.bytes - 4);
         gecko_tensor_header h;
         REQUIRE(gecko_read_tensor_header(buf, h) == gecko_errc::ok);
         CHECK(h.count == count);
         CHECK(h.mantissa_bits == n);
         CHECK(h.variant == variant);
+        CHECK(h.checksum);
         std::vector<float> out(count);
         REQUIRE(gecko_decode_tensor(buf, out) == gecko_errc::ok);
         const std::uint32_t keep = ~((std::uint32_t{1} << (23 - n)) - 1);
@@ -363,6 +365,51 @@ TEST_CASE("encoder errors are exceptions", "[gecko]") {
         gecko_encode_tensor(nan, {gecko_variant::improved, 1}).size());
   std::vector<std::uint8_t> small(10);
   CHECK_THROWS_AS(gecko_encode_tensor(v, small, {}), std::length_error);
+  // Room for the body but not the checksum.
+  std::vector<std::uint8_t> no_room(gecko_tensor_encoded_size(v).bytes - 1);
+  CHECK_THROWS_AS(gecko_encode_tensor(v, no_room, {}), std::length_error);
+}
+
+TEST_CASE("exponent encoders refuse an unknown variant instead of using the faithful codec", "[gecko]") {
+  const auto v = make_data(0, 100, 1);
+  const auto unknown = static_cast<gecko_variant>(2);
+  std::vector<std::uint8_t> out(gecko_max_encoded_bytes(v.size(), gecko_variant::improved));
+  CHECK_THROWS_WITH(gecko_encode_exponents(v, out, unknown), Catch::Contains("unknown variant 2"));
+  CHECK_THROWS_AS(gecko_encode_exponents(v, unknown), std::invalid_argument);
+  CHECK_THROWS_AS(gecko_encoded_size(v, unknown), std::invalid_argument);
+  CHECK_THROWS_AS(gecko_max_encoded_bytes(v.size(), unknown), std::invalid_argument);
+}
+
+TEST_CASE("tensor checksum: every single-bit flip of an encoded tensor is detected", "[gecko]") {
+  std::size_t flips = 0, detected = 0, unchecked_accepted = 0;
+  for (gecko_variant variant : both_variants) {
+    for (int n : {0, 4, 23}) {
+      for (std::size_t count : {1U, 9U, 100U}) {
+        auto v = make_data(n == 0 ? 1 : 3, count, count + static_cast<std::uint64_t>(n));
+        if (n == 0) std::replace_if(v.begin(), v.end(), [](float x) { return std::isnan(x); }, 1.0F);
+        const auto buf = gecko_encode_tensor(v, {variant, n});
+        const auto plain = gecko_encode_tensor(v, {variant, n, {rounding::toward_zero}, false});
+        REQUIRE(gecko_decode_tensor(buf).status == gecko_errc::ok);
+        for (std::size_t bit = 0; bit < 8 * buf.size(); ++bit) {
+          auto b = buf;
+          b[bit / 8] ^= static_cast<std::uint8_t>(1U << (bit % 8));
+          const gecko_errc e = gecko_decode_tensor(b).status;
+          ++flips;
+          detected += e != gecko_errc::ok;
+          if (e == gecko_errc::ok) FAIL_CHECK("undetected flip of bit " << bit << " (variant " << static_cast<int>(variant)
+                                                                          << ", n " << n << ", count " << count << ")");
+        }
+        // Without the checksum many flips decode "successfully" to other values: what it is for.
+        for (std::size_t bit = 8 * 16; bit < 8 * plain.size(); ++bit) {
+          auto b = plain;
+          b[bit / 8] ^= static_cast<std::uint8_t>(1U << (bit % 8));
+          unchecked_accepted += gecko_decode_tensor(b).status == gecko_errc::ok;
+        }
+      }
+    }
+  }
+  CHECK(detected == flips);
+  CHECK(unchecked_accepted > 0);
 }
 
 TEST_CASE("decoders reject truncated, over-long and corrupt input", "[gecko]") {
@@ -382,12 +429,21 @@ TEST_CASE("decoders reject truncated, over-long and corrupt input", "[gecko]") {
         CHECK(gecko_decode_exponents(buf, n, out, variant) == gecko_errc::output_too_small);
         CHECK(gecko_decode_exponents(buf, n, out, static_cast<gecko_variant>(9)) == gecko_errc::bad_variant);
 
-        const auto tensor = gecko_encode_tensor(v, {variant, 5});
+        const auto tensor = gecko_encode_tensor(v, {variant, 5, {rounding::toward_zero}, false});
         for (std::size_t len = 0; len < tensor.size(); ++len)
           CHECK(gecko_decode_tensor(std::span(tensor).first(len)).status == gecko_errc::truncated);
         auto tensor_longer = tensor;
         tensor_longer.push_back(0);
         CHECK(gecko_decode_tensor(tensor_longer).status == gecko_errc::trailing_bytes);
+        // With the checksum a prefix or an extension fails the size checks or the checksum.
+        const auto checked = gecko_encode_tensor(v, {variant, 5});
+        for (std::size_t len = 0; len < checked.size(); ++len) {
+          const gecko_errc e = gecko_decode_tensor(std::span(checked).first(len)).status;
+          CHECK((e == gecko_errc::truncated || e == gecko_errc::bad_checksum));
+        }
+        auto checked_longer = checked;
+        checked_longer.push_back(0);
+        CHECK(gecko_decode_tensor(checked_longer).status == gecko_errc::bad_checksum);
       }
     }
   }
@@ -427,7 +483,8 @@ TEST_CASE("decoders reject truncated, over-long and corrupt input", "[gecko]") {
     CHECK(with(4, 2) == gecko_errc::bad_version);
     CHECK(with(5, 2) == gecko_errc::bad_variant);
     CHECK(with(6, 24) == gecko_errc::bad_mantissa_bits);
-    CHECK(with(7, 1) == gecko_errc::bad_reserved);
+    CHECK(with(7, 3) == gecko_errc::bad_reserved);  // bit 0 is the checksum flag; the others are reserved
+    CHECK(with(7, 0) == gecko_errc::trailing_bytes);  // the checksum read as part of the exponent stream
     CHECK(with(15, 0x80) == gecko_errc::truncated);  // a count far beyond the buffer
     CHECK(gecko_decode_tensor(std::vector<std::uint8_t>{'N', 'O'}).status == gecko_errc::bad_magic);
     std::vector<float> wrong(19);
@@ -435,7 +492,7 @@ TEST_CASE("decoders reject truncated, over-long and corrupt input", "[gecko]") {
   }
   SECTION("random corruption never crashes or overruns") {
     std::mt19937_64 rng(123);
-    const auto tensor = gecko_encode_tensor(make_data(1, 100, 9), {gecko_variant::improved, 4});
+    const auto tensor = gecko_encode_tensor(make_data(1, 100, 9), {gecko_variant::improved, 4, {rounding::toward_zero}, false});
     const auto faithful = gecko_encode_exponents(make_data(0, 100, 9));
     int ok = 0;
     for (int trial = 0; trial < 3000; ++trial) {

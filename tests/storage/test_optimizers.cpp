@@ -8,7 +8,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ms = minifloat::storage;
@@ -223,4 +226,279 @@ TEST_CASE("invalid hyperparameters and mismatched sizes throw before anything ch
   CHECK_THROWS_AS(ms::adam_step(groups, {}), std::invalid_argument);
   CHECK(ok.steps == 0);
   CHECK(t.generation() == 0);
+}
+
+namespace {
+
+/// Everything a step may change: the stored words, the generation and the optimizer state.
+struct snapshot {
+  std::vector<std::uint32_t> words, extra;
+  std::uint64_t generation = 0;
+  std::vector<float> b, m, v;
+  std::int64_t sgd_steps = 0, adam_steps = 0;
+  bool operator==(const snapshot&) const = default;
+};
+snapshot take(const ms::split_tensor& t, const ms::sgd_state& s, const ms::adam_state& a) {
+  const auto w = t.visible().words(), e = t.extra().words();
+  return {{w.begin(), w.end()}, {e.begin(), e.end()}, t.generation(), s.momentum_buffer, a.exp_avg, a.exp_avg_sq, s.steps, a.steps};
+}
+snapshot take(const ms::low_tensor& t, const ms::sgd_state& s, const ms::adam_state& a) {
+  const auto w = t.codes().words();
+  return {{w.begin(), w.end()}, {}, t.generation(), s.momentum_buffer, a.exp_avg, a.exp_avg_sq, s.steps, a.steps};
+}
+
+// Weights at every chunk boundary and inside every chunk of a 5000-weight tensor (chunks of 2048).
+constexpr std::size_t rejected_positions[] = {0, 1, 31, 32, 2047, 2048, 2049, 4095, 4096, 4500, 4999};
+
+enum class injected { nan_gradient, inf_gradient, huge_update };
+
+/// Steps `t` (state prepared by `warm` clean steps) with one bad gradient at `at`; returns whether
+/// the step threw std::domain_error, after checking that a throwing step changed nothing.
+template <class W>
+bool step_rejects(W& t, int warm, bool adam, const ms::sgd_options& so, const ms::adam_options& ao, std::size_t at,
+                  injected kind) {
+  ms::sgd_state s;
+  ms::adam_state a;
+  const std::vector<float> clean(t.size(), 0.01f);
+  for (int k = 0; k < warm; ++k) {
+    if (adam) ms::adam_step(t, clean, a, ao);
+    else ms::sgd_step(t, clean, s, so);
+  }
+  std::vector<float> g = clean;
+  g[at] = kind == injected::nan_gradient ? NAN : kind == injected::inf_gradient ? INFINITY : std::numeric_limits<float>::max();
+  const snapshot before = take(t, s, a);
+  try {
+    if (adam) ms::adam_step(t, g, a, ao);
+    else ms::sgd_step(t, g, s, so);
+  } catch (const std::domain_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("weight " + std::to_string(at)) && Catch::Contains("nothing was changed"));
+    CHECK(take(t, s, a) == before);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("issue reproducer: a NaN gradient at 4500 of 5000 leaves weights, momentum and step count as they were",
+          "[optimizers]") {
+  ms::split_tensor t(std::vector<float>(5000, .5f), {minifloat::fp_6_9_0, 8});
+  std::vector<float> g(5000, 0.01f);
+  ms::sgd_state state;
+  ms::sgd_step(t, g, state, {0.1, 0.9});  // a first, clean step: the state exists
+  const auto words = std::vector<std::uint32_t>(t.visible().words().begin(), t.visible().words().end());
+  const auto extra = std::vector<std::uint32_t>(t.extra().words().begin(), t.extra().words().end());
+  const auto buffer = state.momentum_buffer;
+  g[4500] = NAN;
+  CHECK_THROWS_AS(ms::sgd_step(t, g, state, {0.1, 0.9}), std::domain_error);
+  CHECK(std::equal(words.begin(), words.end(), t.visible().words().begin(), t.visible().words().end()));
+  CHECK(std::equal(extra.begin(), extra.end(), t.extra().words().begin(), t.extra().words().end()));
+  CHECK(bitwise_equal(state.momentum_buffer, buffer));
+  CHECK(state.steps == 1);
+  CHECK(t.generation() == 1);
+  g[4500] = 0.01f;  // and the next good step is the step it would have been
+  ms::split_tensor reference(std::vector<float>(5000, .5f), {minifloat::fp_6_9_0, 8});
+  ms::sgd_state reference_state;
+  ms::sgd_step(reference, g, reference_state, {0.1, 0.9});
+  ms::sgd_step(reference, g, reference_state, {0.1, 0.9});
+  ms::sgd_step(t, g, state, {0.1, 0.9});
+  CHECK(t.visible() == reference.visible());
+  CHECK(t.extra() == reference.extra());
+}
+
+TEST_CASE("an optimizer step that would store NaN or Inf in an all-finite format changes nothing, at every chunk position",
+          "[optimizers]") {
+  const ms::sgd_options sgd{4.0, 0.9, 0, 1e-4};  // lr 4: FLT_MAX * 4 overflows to Inf
+  const ms::adam_options adam{1e-3, 0.9, 0.999, 1e-8, 0, false}, adamw{1e-3, 0.9, 0.999, 1e-8, 1e-2, true};
+  const std::vector<float> start(5000, 0.5f);
+  for (const bool stochastic : {false, true}) {
+    for (const int warm : {0, 2}) {  // the first step (state created by it) and a later one
+      for (const std::size_t at : rejected_positions) {
+        CAPTURE(stochastic, warm, at);
+        const ms::split_layout layout{minifloat::fp_6_9_0, 8, stochastic ? ms::split_mode::stochastic : ms::split_mode::truncate};
+        for (const injected kind : {injected::nan_gradient, injected::inf_gradient, injected::huge_update}) {
+          ms::split_tensor t(start, layout, 7);
+          CHECK(step_rejects(t, warm, false, sgd, adam, at, kind));  // SGD: NaN, -Inf, -Inf
+        }
+        for (const auto& o : {adam, adamw}) {
+          ms::split_tensor nan_t(start, layout, 7), inf_t(start, layout, 7);
+          CHECK(step_rejects(nan_t, warm, true, sgd, o, at, injected::nan_gradient));
+          CHECK(step_rejects(inf_t, warm, true, sgd, o, at, injected::inf_gradient));  // Inf / Inf = NaN
+        }
+        // Low-precision-only weights: NaN has no code; ±Inf saturates to ±max, as documented.
+        ms::low_tensor low(start, minifloat::fp_6_9_0, stochastic ? minifloat::rounding::stochastic
+                                                                   : minifloat::rounding::nearest_even, 3);
+        CHECK(step_rejects(low, warm, false, sgd, adam, at, injected::nan_gradient));
+        ms::low_tensor low_adam(start, minifloat::fp_6_9_0);
+        CHECK(step_rejects(low_adam, warm, true, sgd, adamw, at, injected::inf_gradient));
+        ms::low_tensor saturating(start, minifloat::fp_6_9_0);
+        CHECK_FALSE(step_rejects(saturating, warm, false, sgd, adam, at, injected::huge_update));
+        std::vector<float> after(saturating.size());
+        saturating.decode(after);
+        CHECK(after[at] == -static_cast<float>(minifloat::fp_6_9_0.max_finite()));
+      }
+    }
+  }
+}
+
+TEST_CASE("formats that hold NaN and Inf take them without a check; a multi-tensor step is all-or-nothing across groups",
+          "[optimizers]") {
+  // bf16 + 8 holds NaN: PyTorch's behaviour, the NaN is stored.
+  ms::split_tensor ieee(std::vector<float>(5000, 0.5f), {minifloat::bfloat16, 8});
+  std::vector<float> g(5000, 0.01f);
+  g[4500] = NAN;
+  ms::sgd_state s;
+  ms::sgd_step(ieee, g, s, {0.1, 0.9});
+  CHECK(std::isnan(ieee.reconstruct()[4500]));
+  CHECK(s.steps == 1);
+
+  for (const std::size_t at : rejected_positions) {
+    CAPTURE(at);
+    const ms::split_layout layout{minifloat::fp_6_9_0, 8};
+    std::vector<ms::split_tensor> tensors;
+    std::vector<ms::low_tensor> lows;
+    for (int k = 0; k < 3; ++k) {
+      tensors.emplace_back(std::vector<float>(5000, 0.25f * (k + 1)), layout, k);
+      lows.emplace_back(std::vector<float>(5000, 0.25f * (k + 1)), minifloat::fp_6_9_0);
+    }
+    const std::vector<float> clean(5000, 0.01f);
+    std::vector<float> bad = clean;
+    bad[at] = NAN;
+    std::vector<ms::sgd_state> sgd(3);
+    std::vector<ms::adam_state> adam(3);
+    const auto sgd_groups = [&](std::size_t failing) {
+      std::vector<ms::split_group<ms::sgd_state>> out;
+      for (std::size_t k = 0; k < 3; ++k) out.push_back({&tensors[k], k == failing ? bad : clean, &sgd[k]});
+      return out;
+    };
+    const auto adam_groups = [&](std::size_t failing) {
+      std::vector<ms::split_group<ms::adam_state, ms::low_tensor>> out;
+      for (std::size_t k = 0; k < 3; ++k) out.push_back({&lows[k], k == failing ? bad : clean, &adam[k]});
+      return out;
+    };
+    ms::sgd_step(sgd_groups(3), {0.1, 0.9});  // a clean step first: the state exists
+    ms::adam_step(adam_groups(3), {});
+    std::vector<snapshot> before, low_before;
+    for (std::size_t k = 0; k < 3; ++k) {
+      before.push_back(take(tensors[k], sgd[k], adam[k]));
+      low_before.push_back(take(lows[k], sgd[k], adam[k]));
+    }
+    CHECK_THROWS_AS(ms::sgd_step(sgd_groups(2), {0.1, 0.9}), std::domain_error);  // the last group fails
+    for (std::size_t k = 0; k < 3; ++k) CHECK(take(tensors[k], sgd[k], adam[k]) == before[k]);
+    CHECK_THROWS_AS(ms::adam_step(adam_groups(1), {}), std::domain_error);  // the middle one
+    for (std::size_t k = 0; k < 3; ++k) CHECK(take(lows[k], sgd[k], adam[k]) == low_before[k]);
+  }
+}
+
+TEST_CASE("an all-finite step's fast path (a bound from magnitudes) and its scratch check agree", "[optimizers]") {
+  // Inputs that are finite but whose bound fails (a huge momentum buffer that lr brings back into
+  // range, a negative second moment): the step must take the scratch check and decide by the
+  // values themselves.
+  ms::split_tensor t(std::vector<float>(3000, 0.5f), {minifloat::fp_6_9_0, 8});
+  ms::sgd_state s;
+  s.momentum_buffer.assign(3000, 0.0f);
+  s.momentum_buffer[2500] = 3e38f;  // |bound| > FLT_MAX / 2, yet 1e-30 * 0.9 * 3e38 is finite
+  const std::vector<float> g(3000, 0.01f);
+  ms::sgd_step(t, g, s, {1e-30, 0.9});
+  CHECK(s.steps == 1);
+  ms::adam_state a;
+  a.exp_avg.assign(3000, 0.0f);
+  a.exp_avg_sq.assign(3000, 0.0f);
+  a.exp_avg_sq[100] = -1.0f;  // sqrt of a negative second moment is NaN: rejected, nothing changed
+  const auto before = take(t, s, a);
+  CHECK_THROWS_AS(ms::adam_step(t, g, a, {}), std::domain_error);
+  CHECK(take(t, s, a) == before);
+  a.exp_avg_sq[100] = 0.0f;
+  ms::adam_step(t, g, a, {});
+  CHECK(a.steps == 1);
+}
+
+namespace {
+/// One Adam step on one weight as PyTorch's kernels compute it, every rounding spelled out
+/// (volatile keeps the compiler from fusing a product into the next add).
+float pytorch_adam_step(float w, float g, float& m, float& v, const ms::adam_options& o, int step) {
+  const auto f = [](double x) { return static_cast<float>(x); };
+  if (o.decoupled_weight_decay) {
+    const volatile float decayed = w * f(1 - o.lr * o.weight_decay);  // param.mul_(1 - lr * wd)
+    w = decayed;
+  } else if (o.weight_decay != 0) {
+    g = std::fma(f(o.weight_decay), w, g);  // grad.add(param, alpha=wd)
+  }
+  if (o.first_moment == ms::adam_first_moment::scale_add) {
+    const volatile float scaled = m * f(o.beta1);  // exp_avg.mul_(beta1)
+    m = std::fma(f(1 - o.beta1), g, scaled);       // .add_(grad, alpha=1 - beta1)
+  } else {
+    m = std::fma(f(1 - o.beta1), g - m, m);  // lerp_(grad, 1 - beta1), weight < 0.5
+  }
+  const volatile float scaled_v = v * f(o.beta2);
+  v = std::fma(f(1 - o.beta2) * g, g, scaled_v);  // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+  const double bc1 = 1 - std::pow(o.beta1, step), bc2 = 1 - std::pow(o.beta2, step);
+  const volatile float root = std::sqrt(v) / f(std::sqrt(bc2));
+  const float denom = root + f(o.eps);
+  const volatile float quotient = f(-(o.lr / bc1)) * m / denom;  // addcdiv_: self + (value * t1) / t2
+  return w + quotient;
+}
+}  // namespace
+
+TEST_CASE("Adam's step is PyTorch's kernels bit for bit: scale_add (1.x) or lerp first moment, addcdiv order",
+          "[optimizers]") {
+  for (const auto rule : {ms::adam_first_moment::scale_add, ms::adam_first_moment::lerp}) {
+    for (const bool decoupled : {false, true}) {
+      ms::adam_options o{2e-2, 0.9, 0.999, 1e-8, 0.1, decoupled, false};
+      o.first_moment = rule;
+      std::mt19937 gen(41);
+      auto p = normal_vector(1001, 0.5f, gen);
+      auto ref = p;
+      std::vector<float> m(p.size()), v(p.size());
+      ms::adam_state s;
+      for (int step = 1; step <= 10; ++step) {
+        const auto g = normal_vector(p.size(), 1.0f, gen);
+        ms::adam_step(p, g, s, o);
+        for (std::size_t i = 0; i < p.size(); ++i) ref[i] = pytorch_adam_step(ref[i], g[i], m[i], v[i], o, step);
+        REQUIRE(bitwise_equal(p, ref));
+        REQUIRE(bitwise_equal(s.exp_avg, m));
+      }
+    }
+  }
+}
+
+TEST_CASE("a split or low tensor rebuilt from its parts continues bit for bit, stochastic draws included",
+          "[optimizers]") {
+  std::mt19937 gen(61);
+  auto w0 = normal_vector(1000, 0.1f, gen);
+  const ms::split_layout layout{minifloat::binary16, 6, ms::split_mode::stochastic};
+  ms::split_tensor split(w0, layout, 9);
+  ms::low_tensor low(w0, minifloat::bfloat16, minifloat::rounding::stochastic, 9);
+  ms::sgd_state split_state, low_state;
+  const ms::sgd_options o{0.05, 0.9, 0, 1e-4, false, false};
+  for (int step = 0; step < 3; ++step) {
+    const auto g = normal_vector(w0.size(), 0.01f, gen);
+    ms::sgd_step(split, g, split_state, o);
+    ms::sgd_step(low, g, low_state, o);
+  }
+  auto split_copy = ms::split_tensor::from_parts(split.layout(), split.seed(), split.generation(), split.visible(),
+                                                 split.extra());
+  auto low_copy = ms::low_tensor::from_parts(low.fmt(), low.mode(), low.seed(), low.generation(), low.codes());
+  ms::sgd_state split_copy_state = split_state, low_copy_state = low_state;
+  for (int step = 0; step < 3; ++step) {
+    const auto g = normal_vector(w0.size(), 0.01f, gen);
+    ms::sgd_step(split, g, split_state, o);
+    ms::sgd_step(split_copy, g, split_copy_state, o);
+    ms::sgd_step(low, g, low_state, o);
+    ms::sgd_step(low_copy, g, low_copy_state, o);
+    REQUIRE(split_copy.visible() == split.visible());
+    REQUIRE(split_copy.extra() == split.extra());
+    REQUIRE(low_copy.codes() == low.codes());
+  }
+  // A copy that forgot its generation draws differently: the generation matters.
+  auto stale = ms::split_tensor::from_parts(split.layout(), split.seed(), 0, split.visible(), split.extra());
+  ms::sgd_state stale_state = split_state;
+  const auto g = normal_vector(w0.size(), 0.01f, gen);
+  ms::sgd_step(split, g, split_state, o);
+  ms::sgd_step(stale, g, stale_state, o);
+  CHECK_FALSE(stale.visible() == split.visible());
+
+  CHECK_THROWS_AS(ms::split_tensor::from_parts(layout, 0, 0, split.extra(), split.visible()), std::invalid_argument);
+  CHECK_THROWS_AS(ms::low_tensor::from_parts(minifloat::e4m3, minifloat::rounding::nearest_even, 0, 0, low.codes()),
+                  std::invalid_argument);
 }

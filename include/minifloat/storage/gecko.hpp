@@ -12,7 +12,7 @@
 // docs/gecko.md gives the exact bitstream layouts, the error behaviour and measured sizes.
 //
 // Errors: encoders throw std::length_error when the caller's buffer is too small (a programming
-// error); decoders read untrusted bytes and never throw: they return a gecko_errc, read and write
+// error) and std::invalid_argument for an unknown variant; decoders read untrusted bytes and never throw: they return a gecko_errc, read and write
 // only inside the spans they are given, and reject truncated, over-long and non-canonically
 // padded input. On an error the output's contents are unspecified.
 #pragma once
@@ -26,6 +26,7 @@
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -54,6 +55,7 @@ enum class gecko_errc : std::uint8_t {
   bad_mantissa_bits,  ///< tensor: mantissa bits outside 0..23
   bad_reserved,       ///< tensor: a reserved header byte is not zero
   bad_count,          ///< tensor: the stored count cannot fit in the buffer
+  bad_checksum,       ///< tensor: the CRC-32 of the buffer differs from the one stored with it
 };
 
 constexpr std::string_view gecko_message(gecko_errc e) noexcept {
@@ -70,6 +72,7 @@ constexpr std::string_view gecko_message(gecko_errc e) noexcept {
     case gecko_errc::bad_mantissa_bits: return "gecko: mantissa bits outside 0..23";
     case gecko_errc::bad_reserved: return "gecko: reserved header bytes are not zero";
     case gecko_errc::bad_count: return "gecko: stored count does not fit the buffer";
+    case gecko_errc::bad_checksum: return "gecko: checksum mismatch (the buffer is corrupted)";
   }
   return "gecko: unknown error";
 }
@@ -90,6 +93,12 @@ constexpr std::size_t faithful_header_bytes(std::size_t groups) {
   return groups / 8 * 3 + (3 * (groups % 8) + 7) / 8;
 }
 constexpr std::size_t improved_header_bytes(std::size_t groups) { return groups / 2 + (groups & 1); }
+
+/// Encoders refuse a variant they do not know rather than fall back to one.
+constexpr void check_variant(gecko_variant v) {
+  if (v != gecko_variant::faithful && v != gecko_variant::improved)
+    throw std::invalid_argument("minifloat::gecko: unknown variant " + std::to_string(static_cast<unsigned>(v)));
+}
 
 [[noreturn]] inline void throw_too_small() {
   throw std::length_error("minifloat::gecko: output buffer smaller than the encoding");
@@ -562,21 +571,26 @@ inline gecko_errc improved_decode(std::span<const std::uint8_t> buf, std::size_t
 
 /// The exact size gecko_encode_exponents will produce for `values`.
 inline gecko_size gecko_encoded_size(std::span<const float> values, gecko_variant variant = gecko_variant::faithful) {
+  detail::gecko::check_variant(variant);
   if (variant == gecko_variant::improved) return detail::gecko::plan_improved(values).size();
   return detail::gecko::faithful_size(values);
 }
 
 /// A buffer size that always suffices for `count` values: lets a caller skip the size pass.
 constexpr std::size_t gecko_max_encoded_bytes(std::size_t count, gecko_variant variant = gecko_variant::faithful) {
+  detail::gecko::check_variant(variant);
   const std::size_t groups = detail::gecko::group_count(count);
   return variant == gecko_variant::improved ? 1 + detail::gecko::improved_header_bytes(groups) + 8 * groups
                                             : detail::gecko::faithful_header_bytes(groups) + 8 * groups;
 }
 
 /// Encodes the exponent fields of `values` into `out`; returns the bytes written (exactly
-/// gecko_encoded_size(values, variant).bytes). Throws std::length_error when `out` is smaller.
+/// gecko_encoded_size(values, variant).bytes). Throws std::length_error when `out` is smaller,
+/// std::invalid_argument for an unknown variant. The stream has no checksum (for speed: the
+/// tensor codec, gecko_tensor.hpp, adds one).
 inline std::size_t gecko_encode_exponents(std::span<const float> values, std::span<std::uint8_t> out,
                                           gecko_variant variant = gecko_variant::faithful) {
+  detail::gecko::check_variant(variant);
   if (variant == gecko_variant::improved)
     return detail::gecko::improved_encode(values, out, detail::gecko::plan_improved(values));
   return detail::gecko::faithful_encode(values, out);
@@ -584,6 +598,7 @@ inline std::size_t gecko_encode_exponents(std::span<const float> values, std::sp
 
 inline std::vector<std::uint8_t> gecko_encode_exponents(std::span<const float> values,
                                                         gecko_variant variant = gecko_variant::faithful) {
+  detail::gecko::check_variant(variant);
   std::vector<std::uint8_t> out;
   if (variant == gecko_variant::improved) {
     const auto plan = detail::gecko::plan_improved(values);

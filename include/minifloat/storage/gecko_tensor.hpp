@@ -4,9 +4,12 @@
 // shared/reference-semantics.md §7).
 //
 // Buffer layout (docs/gecko.md has the diagram):
-//   [16-byte header: "GECK", version 1, variant, n, 0, count as uint64 little-endian]
+//   [16-byte header: "GECK", version 1, variant, n, flags, count as uint64 little-endian]
 //   [count fields of n + 1 bits: sign << n | top n mantissa bits, LSB-first, zero-padded to a byte]
-//   [the Gecko exponent stream of the variant (gecko.hpp), to the end of the buffer]
+//   [the Gecko exponent stream of the variant (gecko.hpp)]
+//   [flags bit 0 set (the default): CRC-32 (zlib's crc32) of every byte before it, 4 bytes LE]
+// The checksum makes corruption an error: without it most bit flips in the body decode to wrong
+// values of the right size. Every single-bit (indeed every burst up to 32 bits) error is caught.
 // The dropped mantissa bits are truncated (default), or the tensor is first rounded to fp(8, n)
 // with the core's minifloat::round under any rounding_options. n = 23 with truncation is
 // bit-exact for every float, NaN payloads included.
@@ -26,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include <zlib.h>
+
 #include "../format.hpp"
 #include "../round.hpp"
 #include "gecko.hpp"
@@ -39,6 +44,8 @@ struct gecko_tensor_options {
   /// rounds each value to fp(8, n) (ieee_format(8, n), so n >= 1) with minifloat::round first,
   /// which may carry into the exponent.
   rounding_options mantissa_rounding{rounding::toward_zero};
+  /// Appends a CRC-32 of the buffer, which the decoder checks (gecko_errc::bad_checksum).
+  bool checksum = true;
 };
 
 /// What a tensor buffer's header says.
@@ -46,6 +53,7 @@ struct gecko_tensor_header {
   gecko_variant variant = gecko_variant::faithful;
   int mantissa_bits = 23;
   std::uint64_t count = 0;
+  bool checksum = false;  ///< the buffer ends with a CRC-32 of everything before it
 };
 
 /// A decoded tensor, or the reason there is none (values then empty).
@@ -59,6 +67,13 @@ namespace detail::gecko {
 inline constexpr std::array<std::uint8_t, 4> tensor_magic{'G', 'E', 'C', 'K'};
 inline constexpr std::uint8_t tensor_version = 1;
 inline constexpr std::size_t tensor_header_bytes = 16;
+inline constexpr std::uint8_t tensor_flag_checksum = 1;  ///< header byte 7
+inline constexpr std::size_t checksum_bytes = 4;
+
+/// zlib's CRC-32 of bytes (any length: crc32_z takes a size_t).
+inline std::uint32_t crc32_of(std::span<const std::uint8_t> bytes) noexcept {
+  return static_cast<std::uint32_t>(::crc32_z(::crc32_z(0L, Z_NULL, 0), bytes.data(), bytes.size()));
+}
 
 /// Bytes of the sign/mantissa section: count fields of n + 1 bits. Callers bound count first.
 constexpr std::uint64_t mantissa_section_bytes(std::uint64_t count, int n) {
@@ -124,7 +139,7 @@ inline std::size_t encode_values(std::span<const float> values, std::span<std::u
   base[4] = tensor_version;
   base[5] = static_cast<std::uint8_t>(o.variant);
   base[6] = static_cast<std::uint8_t>(n);
-  base[7] = 0;
+  base[7] = o.checksum ? tensor_flag_checksum : 0;
   put_u64(base + 8, values.size());
   const auto k = static_cast<unsigned>(n + 1);
   const auto field = [&](std::size_t i) { return mantissa_field(std::bit_cast<std::uint32_t>(values[i]), n); };
@@ -135,7 +150,12 @@ inline std::size_t encode_values(std::span<const float> values, std::span<std::u
   if (i < values.size()) writer.put(field(i), k);
   writer.finish();
   const std::size_t head = tensor_header_bytes + static_cast<std::size_t>(section);
-  return head + gecko_encode_exponents(values, out.subspan(head), o.variant);
+  const std::size_t end = head + gecko_encode_exponents(values, out.subspan(head), o.variant);
+  if (!o.checksum) return end;
+  if (out.size() - end < checksum_bytes) throw_too_small();
+  const std::uint32_t crc = crc32_of(out.first(end));
+  for (std::size_t b = 0; b < checksum_bytes; ++b) out[end + b] = static_cast<std::uint8_t>(crc >> (8 * b));
+  return end + checksum_bytes;
 }
 
 }  // namespace detail::gecko
@@ -153,8 +173,9 @@ inline gecko_size gecko_tensor_encoded_size(std::span<const float> values, const
     e = gecko_encoded_size(gk::rounded_copy(values, o), o.variant);
   }
   const auto k = static_cast<std::uint64_t>(o.mantissa_bits + 1);
-  return {8 * gk::tensor_header_bytes + values.size() * k + e.bits,
-          gk::tensor_header_bytes + gk::mantissa_section_bytes(values.size(), o.mantissa_bits) + e.bytes};
+  const std::uint64_t trailer = o.checksum ? gk::checksum_bytes : 0;
+  return {8 * (gk::tensor_header_bytes + trailer) + values.size() * k + e.bits,
+          gk::tensor_header_bytes + gk::mantissa_section_bytes(values.size(), o.mantissa_bits) + e.bytes + trailer};
 }
 
 /// Encodes `values` into `out`, returns the bytes written. Throws std::length_error when `out`
@@ -173,7 +194,7 @@ inline std::vector<std::uint8_t> gecko_encode_tensor(std::span<const float> valu
   gk::check_options(o);
   const auto encode = [&](std::span<const float> v) {
     std::vector<std::uint8_t> out(gk::tensor_header_bytes + gk::mantissa_section_bytes(v.size(), o.mantissa_bits) +
-                                  gecko_encoded_size(v, o.variant).bytes);
+                                  gecko_encoded_size(v, o.variant).bytes + (o.checksum ? gk::checksum_bytes : 0));
     gk::encode_values(v, out, o);
     return out;
   };
@@ -197,13 +218,16 @@ inline std::vector<std::uint8_t> gecko_encode_tensor(std::span<const float> valu
   if (p[4] != gk::tensor_version) return gecko_errc::bad_version;
   if (p[5] > 1) return gecko_errc::bad_variant;
   if (p[6] > 23) return gecko_errc::bad_mantissa_bits;
-  if (p[7] != 0) return gecko_errc::bad_reserved;
+  if ((p[7] & ~gk::tensor_flag_checksum) != 0) return gecko_errc::bad_reserved;
+  const bool checksum = (p[7] & gk::tensor_flag_checksum) != 0;
+  const std::size_t trailer = checksum ? gk::checksum_bytes : 0;
+  if (buffer.size() < gk::tensor_header_bytes + trailer) return gecko_errc::truncated;
   const std::uint64_t count = gk::get_u64(p + 8);
   const int n = p[6];
   // Each value takes n + 1 bits of the mantissa section: a larger count cannot be in the buffer.
-  if (count > (buffer.size() - gk::tensor_header_bytes) * std::uint64_t{8} / static_cast<std::uint64_t>(n + 1))
+  if (count > (buffer.size() - gk::tensor_header_bytes - trailer) * std::uint64_t{8} / static_cast<std::uint64_t>(n + 1))
     return gecko_errc::truncated;
-  header = {static_cast<gecko_variant>(p[5]), n, count};
+  header = {static_cast<gecko_variant>(p[5]), n, count, checksum};
   return gecko_errc::ok;
 }
 
@@ -214,6 +238,13 @@ inline std::vector<std::uint8_t> gecko_encode_tensor(std::span<const float> valu
   gecko_tensor_header h;
   if (const gecko_errc e = gecko_read_tensor_header(buffer, h); e != gecko_errc::ok) return e;
   if (out.size() != h.count) return gecko_errc::output_size_mismatch;
+  if (h.checksum) {  // checked before any section is read: a corrupted body is refused whole
+    const std::size_t end = buffer.size() - gk::checksum_bytes;
+    std::uint32_t stored = 0;
+    for (std::size_t b = 0; b < gk::checksum_bytes; ++b) stored |= std::uint32_t{buffer[end + b]} << (8 * b);
+    if (gk::crc32_of(buffer.first(end)) != stored) return gecko_errc::bad_checksum;
+    buffer = buffer.first(end);
+  }
   const std::size_t count = out.size();
   const int n = h.mantissa_bits;
   const auto k = static_cast<unsigned>(n + 1);

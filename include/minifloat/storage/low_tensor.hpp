@@ -11,11 +11,13 @@
 // The optimizers of optimizers.hpp step it through the same chunked interface as a split_tensor.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "../format.hpp"
 #include "../random.hpp"
@@ -32,9 +34,24 @@ class low_tensor {
     store(0, x);
   }
 
+  /// The tensor whose parts these are — what fmt(), mode(), seed(), generation() and codes()
+  /// return — so a checkpoint restores it exactly, later stochastic draws included. Throws
+  /// std::invalid_argument when the codes' field width is not the format's.
+  static low_tensor from_parts(const format& f, rounding mode, std::uint64_t seed, std::uint64_t generation,
+                               packed_array codes) {
+    low_tensor t(std::span<const float>{}, f, mode, seed);
+    if (codes.bits() != t.codes_.bits())
+      throw std::invalid_argument("minifloat::storage::low_tensor::from_parts: codes of " + std::to_string(codes.bits()) +
+                                  " bits for a format of " + std::to_string(t.codes_.bits()));
+    t.codes_ = std::move(codes);
+    t.generation_ = generation;
+    return t;
+  }
+
   std::size_t size() const { return codes_.size(); }
   const format& fmt() const { return fmt_; }
   rounding mode() const { return mode_; }
+  std::uint64_t seed() const { return seed_; }
   std::uint64_t generation() const { return generation_; }
   const packed_array& codes() const { return codes_; }
 
@@ -59,6 +76,17 @@ class low_tensor {
     encode_packed(x, codes_.words().subspan(word_offset(start)), fmt_, o);
   }
   void next_generation() { ++generation_; }
+  /// Whether store() accepts every float: false for an all_finite format, which has no code for
+  /// NaN (±Inf saturates to ±max; store() throws std::domain_error for NaN).
+  bool stores_every_float() const { return fmt_.encoding != specials::all_finite; }
+  /// The index of the first value of x that store() would reject, or x.size().
+  std::size_t first_rejected(std::span<const float> x) const {
+    if (stores_every_float()) return x.size();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (std::isnan(x[i])) return i;
+    return x.size();
+  }
+  const format& stored_format() const { return fmt_; }
 
  private:
   static rounding checked(rounding m) {

@@ -12,21 +12,36 @@
 // (params, grads, state) groups in one call and check every group before touching any.
 // Scalars follow PyTorch: hyperparameters are doubles (Python floats), per-step factors (bias
 // corrections, 1 - lr * weight_decay, ...) are computed in double and rounded to float once;
-// every multiply-add that PyTorch writes as add/addcmul/addcdiv with a scalar is one fma.
+// every multiply-add that PyTorch writes as add/addcmul with a scalar is one fma, and addcdiv is
+// ATen's self + (value * t1) / t2 (checked bit for bit against torch.optim by python/tests/).
 //
 // Errors: std::invalid_argument for invalid hyperparameters (PyTorch's checks) and for gradient
-// or state sizes that do not match the parameters; nothing is modified then.
+// or state sizes that do not match the parameters; std::domain_error when the update would give
+// a weight the storage cannot hold (NaN, or ±Inf, in an all_finite visible format: a NaN or Inf
+// gradient, or an update that overflows float). Every step is all-or-nothing: on any of these
+// errors the weights, their generation, the optimizer state and its step count are exactly as
+// before the call — for a multi-tensor step, those of every group. The storability check costs
+// nothing for weights whose format holds every float result (IEEE and OCP-E4M3-style formats).
+// For an all_finite format a step first bounds its result from the largest gradient and state
+// magnitudes (one read of the gradients and the state, no decoding): when every updated weight
+// is provably finite it commits at once; only otherwise (a non-finite or huge input) it runs the
+// update on scratch copies of each chunk to find the first weight it could not store, before
+// committing anything (bench_split_optimizers, docs/performance.md).
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../detail/simd.hpp"
@@ -60,6 +75,13 @@ struct sgd_state {
   std::int64_t steps = 0;
 };
 
+/// How Adam's first moment moves toward the gradient. PyTorch changed its kernel in 2.0; both
+/// are kept so that a step can match the PyTorch a user runs bit for bit.
+enum class adam_first_moment : std::uint8_t {
+  lerp,       ///< exp_avg.lerp_(grad, 1 - beta1): ATen's two-sided lerp (PyTorch >= 2.0)
+  scale_add,  ///< exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1): one fma (PyTorch 1.x)
+};
+
 struct adam_options {
   double lr = 1e-3;
   double beta1 = 0.9;
@@ -68,6 +90,7 @@ struct adam_options {
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  ///< true: AdamW (weights scaled by 1 - lr * weight_decay)
   bool maximize = false;
+  adam_first_moment first_moment = adam_first_moment::lerp;
 
   void validate() const {
     const char* who = "minifloat::storage::adam_options: ";
@@ -88,19 +111,25 @@ struct adam_state {
 
 /// Weights an optimizer steps a chunk at a time: load(start, out) restores weights [start,
 /// start + out.size()) to fp32, store(start, x) writes them back, next_generation() starts a
-/// rewrite (fresh stochastic draws); starts are multiples of 32.
+/// rewrite (fresh stochastic draws); starts are multiples of 32. stores_every_float() says
+/// whether store() accepts any float; when it does not, first_rejected(x) is the index of the
+/// first value of x it would reject (x.size() if none) and stored_format() names the format, so
+/// a step can check before it changes anything.
 template <class W>
 concept chunked_weights = requires(W& w, const W& cw, std::size_t start, std::span<float> out) {
   { cw.size() } -> std::convertible_to<std::size_t>;
   cw.load(start, out);
   w.store(start, std::span<const float>(out));
   w.next_generation();
+  { cw.stores_every_float() } -> std::convertible_to<bool>;
+  { cw.first_rejected(std::span<const float>(out)) } -> std::convertible_to<std::size_t>;
+  { cw.stored_format() } -> std::convertible_to<format>;
 };
 
-/// One tensor of a multi-tensor step.
-template <class State>
+/// One tensor of a multi-tensor step: split weights (the default) or low-precision-only ones.
+template <class State, chunked_weights W = split_tensor>
 struct split_group {
-  split_tensor* params;
+  W* params;
   std::span<const float> grads;
   State* state;
 };
@@ -131,13 +160,16 @@ inline void check(const sgd_state& s, std::size_t n, std::size_t grads, const ch
   check_sizes(n, grads, who);
   check_state(n, s.momentum_buffer.size(), "momentum buffer", who);
 }
-/// Creates the state on the first step; returns this step's factors.
-inline sgd_factors begin_step(sgd_state& s, std::size_t n, const sgd_options& o) {
+/// The factors of the next step on state s (s is not changed).
+inline sgd_factors next_factors(const sgd_state& s, const sgd_options& o) {
   const bool first = o.momentum != 0 && s.momentum_buffer.empty();
-  if (first) s.momentum_buffer.resize(n);
-  ++s.steps;
   return {static_cast<float>(o.lr), static_cast<float>(o.momentum), static_cast<float>(1 - o.dampening),
           static_cast<float>(o.weight_decay), o.momentum != 0, o.nesterov, o.maximize, first};
+}
+/// Creates the state on the first step and counts the step.
+inline void begin_step(sgd_state& s, std::size_t n, const sgd_factors& c) {
+  if (c.first) s.momentum_buffer.resize(n);
+  ++s.steps;
 }
 
 /// torch.optim.SGD's update of weights p with gradients g and momentum buffer b (unused without momentum).
@@ -158,8 +190,9 @@ inline void update(std::span<float> p, const float* g, float* b, const sgd_facto
 
 /// An Adam step's float factors.
 struct adam_factors {
-  float lerp_weight, beta2, beta2_complement, bias_correction2_sqrt, eps, neg_step_size, weight_decay, decay;
+  float lerp_weight, beta1, beta2, beta2_complement, bias_correction2_sqrt, eps, neg_step_size, weight_decay, decay;
   bool decoupled, maximize;
+  adam_first_moment first_moment;
 };
 
 inline void check(const adam_state& s, std::size_t n, std::size_t grads, const char* who) {
@@ -167,13 +200,19 @@ inline void check(const adam_state& s, std::size_t n, std::size_t grads, const c
   check_state(n, s.exp_avg.size(), "first moment", who);
   check_state(n, s.exp_avg_sq.size(), "second moment", who);
 }
-inline adam_factors begin_step(adam_state& s, std::size_t n, const adam_options& o) {
+/// Creates the moments (zero) on the first step and counts the step.
+inline void begin_step(adam_state& s, std::size_t n, const adam_factors&) {
   if (s.exp_avg.empty()) s.exp_avg.assign(n, 0.0f);
   if (s.exp_avg_sq.empty()) s.exp_avg_sq.assign(n, 0.0f);
-  const double step = static_cast<double>(++s.steps);
+  ++s.steps;
+}
+/// The factors of the next step on state s (s is not changed).
+inline adam_factors next_factors(const adam_state& s, const adam_options& o) {
+  const double step = static_cast<double>(s.steps + 1);
   const double bias_correction1 = 1 - std::pow(o.beta1, step);
   const double bias_correction2 = 1 - std::pow(o.beta2, step);
   return {static_cast<float>(1 - o.beta1),
+          static_cast<float>(o.beta1),
           static_cast<float>(o.beta2),
           static_cast<float>(1 - o.beta2),
           static_cast<float>(std::sqrt(bias_correction2)),
@@ -182,7 +221,8 @@ inline adam_factors begin_step(adam_state& s, std::size_t n, const adam_options&
           static_cast<float>(o.weight_decay),
           static_cast<float>(1 - o.lr * o.weight_decay),
           o.decoupled_weight_decay,
-          o.maximize};
+          o.maximize,
+          o.first_moment};
 }
 
 /// Calls f with std::true_type or std::false_type: a run-time flag turned into a template argument.
@@ -193,11 +233,12 @@ void with_flag(bool flag, F f) {
 }
 
 /// torch.optim.Adam / AdamW's update of weights p with gradients g and moments m, v, with the
-/// step's flags as template arguments so the loops have no branches and vectorize. Each tile
-/// takes three passes (moments, square roots, weights) so that the square roots go through the
-/// vector instruction: under a user's default -fmath-errno, std::sqrt in the loop would keep it
-/// scalar. Every element sees the same operations in the same order as in one fused loop.
-template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight>
+/// step's flags as template arguments so the loops have no branches and vectorize.
+/// ScaleAdd: PyTorch 1.x's first moment (SmallWeight unused). Each tile takes three passes
+/// (moments, square roots, weights) so that the square roots go through the vector instruction:
+/// under a user's default -fmath-errno, std::sqrt in the loop would keep it scalar. Every element
+/// sees the same operations in the same order as in one fused loop.
+template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight, bool ScaleAdd>
 void adam_loop(std::span<float> p, const float* g, float* m, float* v, const adam_factors c) {
   constexpr std::size_t tile = 1024;
   float root[tile];
@@ -210,17 +251,23 @@ void adam_loop(std::span<float> p, const float* g, float* m, float* v, const ada
     for (std::size_t i = 0; i < n; ++i) {
       float grad = Maximize ? -gt[i] : gt[i];
       if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, pt[i], grad);  // grad.add(param, alpha=wd)
-      // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
-      const float diff = grad - mt[i];
-      mt[i] = SmallWeight ? std::fma(c.lerp_weight, diff, mt[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+      if constexpr (ScaleAdd) {
+        mt[i] = std::fma(c.lerp_weight, grad, mt[i] * c.beta1);  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+      } else {
+        // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
+        const float diff = grad - mt[i];
+        mt[i] = SmallWeight ? std::fma(c.lerp_weight, diff, mt[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+      }
       vt[i] = std::fma(c.beta2_complement * grad, grad, vt[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
     }
     minifloat::detail::sqrt_floats(vt, root, n);
     for (std::size_t i = 0; i < n; ++i) {
       float w = pt[i];
-      if constexpr (Decay && Decoupled) w = w * c.decay;            // param.mul_(1 - lr * weight_decay)
+      // param.mul_(1 - lr * weight_decay), rounded on its own: written as w * decay, GCC's default
+      // -ffp-contract=fast fuses it into the final add (fma + -0 is the product, -0 kept).
+      if constexpr (Decay && Decoupled) w = std::fma(w, c.decay, -0.0f);
       const float denom = root[i] / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
-      pt[i] = std::fma(c.neg_step_size, mt[i] / denom, w);           // addcdiv_(exp_avg, denom, -step_size)
+      pt[i] = w + c.neg_step_size * mt[i] / denom;  // addcdiv_(exp_avg, denom, value=-step_size): self + value * t1 / t2
     }
   }
 }
@@ -228,9 +275,14 @@ inline void update(std::span<float> p, const float* g, float* m, float* v, const
   with_flag(c.maximize, [&](auto maximize) {
     with_flag(c.weight_decay != 0, [&](auto decay) {
       with_flag(c.decoupled, [&](auto decoupled) {
+        if (c.first_moment == adam_first_moment::scale_add) {
+          adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value, false, true>(p, g, m,
+                                                                                                               v, c);
+          return;
+        }
         with_flag(std::fabs(c.lerp_weight) < 0.5f, [&](auto small) {
           adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value,
-                    decltype(small)::value>(p, g, m, v, c);
+                    decltype(small)::value, false>(p, g, m, v, c);
         });
       });
     });
@@ -250,58 +302,208 @@ void update_split(W& t, Step step) {
   }
 }
 
+/// Copies `n` values of a state vector from `at` into scratch, or zeros when the state is not
+/// created yet; returns scratch.
+inline float* scratch_copy(const std::vector<float>& state, std::size_t at, std::size_t n, float* scratch) {
+  if (state.empty()) std::fill(scratch, scratch + n, 0.0f);
+  else std::copy(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n), scratch);
+  return scratch;
+}
+
+/// The largest magnitude in `values` as a float: NaN or +Inf when one of them is not finite
+/// (integer max of the magnitude bits, which orders finite floats, Inf and NaN; it vectorizes).
+inline float max_magnitude(std::span<const float> values) noexcept {
+  std::uint32_t m = 0;
+  for (const float x : values) m = std::max(m, std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFU);
+  return std::bit_cast<float>(m);
+}
+
+/// As max_magnitude, but NaN also when a value has its sign bit set (a second moment must not be
+/// negative: its square root would be NaN).
+inline float max_of_nonnegative(std::span<const float> values) noexcept {
+  std::uint32_t m = 0;
+  for (const float x : values) m = std::max(m, std::bit_cast<std::uint32_t>(x));
+  return m >= 0x80000000U ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
+}
+
+/// Whether every bound (double, each computed from magnitudes, so above every float
+/// intermediate it bounds but for rounding) stays below half of float's largest value: then no
+/// float operation of the step overflows or meets a NaN, and every result is finite.
+inline bool all_safely_finite(std::initializer_list<double> bounds) noexcept {
+  for (const double b : bounds)
+    if (!(b < 0.5 * static_cast<double>(std::numeric_limits<float>::max()))) return false;
+  return true;
+}
+
+/// The largest magnitude a weight of t can hold: the stored format's largest finite value, doubled
+/// for the restored value of a split (its extra bits stay below the next binade).
+template <chunked_weights W>
+double largest_stored(const W& t) {
+  return 2.0 * format(t.stored_format()).max_finite();
+}
+
+/// The check before a step that may be rejected: runs `dry(chunk, offset, scratch...)` — the
+/// step's arithmetic on a copy of each chunk and of its state — and throws std::domain_error,
+/// naming the first weight t could not store, before anything is changed. The commit that follows
+/// repeats the same arithmetic on the same inputs, so it stores exactly the checked values.
+template <chunked_weights W, class Dry>
+void check_storable(const W& t, Dry dry, const char* who) {
+  float w[optimizer_chunk];
+  for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
+    const std::span<float> chunk(w, std::min(optimizer_chunk, t.size() - start));
+    t.load(start, chunk);
+    dry(chunk, start);
+    if (const std::size_t i = t.first_rejected(std::span<const float>(chunk)); i < chunk.size())
+      throw std::domain_error(std::string(who) + ": the update makes weight " + std::to_string(start + i) + " " +
+                              (std::isnan(chunk[i]) ? "NaN" : chunk[i] > 0 ? "+Inf" : "-Inf") + ", which " +
+                              to_string(format(t.stored_format())) +
+                              " cannot store (a non-finite gradient or an overflowing update); nothing was changed");
+  }
+}
+
+/// A step in two phases — check, then commit — so that a multi-tensor step can check every group
+/// before it commits any. The optimizer's parts are the overloads below for its state.
+template <chunked_weights W, class State, class Factors>
+struct step_plan {
+  W& params;
+  std::span<const float> grads;
+  State& state;
+  Factors factors;
+
+  void check(const char* who) const {
+    if (params.stores_every_float() || provably_storable(*this)) return;
+    check_storable(params, [&](std::span<float> w, std::size_t at) { scratch_update(*this, w, at); }, who);
+  }
+  void commit() {
+    begin_step(state, params.size(), factors);
+    update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); });
+  }
+};
+template <chunked_weights W>
+using sgd_plan = step_plan<W, sgd_state, sgd_factors>;
+template <chunked_weights W>
+using adam_plan = step_plan<W, adam_state, adam_factors>;
+
+/// From magnitudes alone: every weight SGD updates is finite (the common case; see the header).
+template <chunked_weights W>
+bool provably_storable(const sgd_plan<W>& s) {
+  const sgd_factors& c = s.factors;
+  const double g = max_magnitude(s.grads), p = largest_stored(s.params);
+  const double b = c.use_momentum && !c.first ? double{max_magnitude(s.state.momentum_buffer)} : 0.0;
+  const double d = g + std::fabs(double{c.weight_decay}) * p;
+  const double buf = c.first ? d : std::fabs(double{c.dampening_complement}) * d + std::fabs(double{c.momentum}) * b;
+  const double direction = !c.use_momentum ? d : c.nesterov ? std::fabs(double{c.momentum}) * buf + d : buf;
+  return all_safely_finite({g, b, d, buf, direction, p + std::fabs(double{c.lr}) * direction});
+}
+/// SGD on chunk w of the weights with a scratch copy of the momentum buffer.
+template <chunked_weights W>
+void scratch_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
+  float buffer[optimizer_chunk];
+  float* b = nullptr;
+  if (s.factors.use_momentum) b = s.factors.first ? buffer : scratch_copy(s.state.momentum_buffer, at, w.size(), buffer);
+  update(w, s.grads.data() + at, b, s.factors);
+}
+/// SGD on chunk w of the weights and the momentum buffer itself.
+template <chunked_weights W>
+void state_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
+  float* buffer = s.state.momentum_buffer.data();
+  update(w, s.grads.data() + at, buffer == nullptr ? nullptr : buffer + at, s.factors);
+}
+
+/// From magnitudes alone: every weight Adam updates is finite.
+template <chunked_weights W>
+bool provably_storable(const adam_plan<W>& s) {
+  const adam_factors& c = s.factors;
+  if (!(c.eps > 0)) return false;  // a zero denominator: 0 / 0 is possible
+  const double g = max_magnitude(s.grads), p = largest_stored(s.params);
+  const double m = max_magnitude(s.state.exp_avg), v = max_of_nonnegative(s.state.exp_avg_sq);
+  const double wd = std::fabs(double{c.weight_decay});
+  const double grad = g + (c.decoupled ? 0.0 : wd * p);
+  const double w = c.decoupled ? p * std::fabs(double{c.decay}) : p;
+  const double m_new = 3.0 * (m + grad);  // either lerp formula, weights in [0, 1]
+  const double v_new = v + std::fabs(double{c.beta2_complement}) * grad * grad;
+  const double root = std::sqrt(v_new) / double{c.bias_correction2_sqrt};
+  const double step = std::fabs(double{c.neg_step_size}) * m_new / double{c.eps};
+  return all_safely_finite({g, m, v, grad, w, m_new, v_new, grad * grad, root, step, w + step});
+}
+template <chunked_weights W>
+void scratch_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
+  float m[optimizer_chunk], v[optimizer_chunk];
+  update(w, s.grads.data() + at, scratch_copy(s.state.exp_avg, at, w.size(), m),
+         scratch_copy(s.state.exp_avg_sq, at, w.size(), v), s.factors);
+}
+template <chunked_weights W>
+void state_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
+  update(w, s.grads.data() + at, s.state.exp_avg.data() + at, s.state.exp_avg_sq.data() + at, s.factors);
+}
+
+/// Multi-tensor step: every group's sizes, then every group's storability, then every commit.
+template <class State, class Options, chunked_weights W>
+void step_groups(std::span<const split_group<State, W>> groups, const Options& o, const char* who) {
+  o.validate();
+  for (const auto& g : groups) check(*g.state, g.params->size(), g.grads.size(), who);
+  std::vector<step_plan<W, State, decltype(next_factors(std::declval<const State&>(), o))>> plans;
+  plans.reserve(groups.size());
+  for (const auto& g : groups) plans.push_back({*g.params, g.grads, *g.state, next_factors(*g.state, o)});
+  for (const auto& p : plans) p.check(who);
+  for (auto& p : plans) p.commit();
+}
+
 }  // namespace detail
 
 /// One SGD step on fp32 weights (the reference the split steps are compared with).
 inline void sgd_step(std::span<float> params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::sgd_step");
-  const detail::sgd_factors c = detail::begin_step(s, params.size(), o);
+  const detail::sgd_factors c = detail::next_factors(s, o);
+  detail::begin_step(s, params.size(), c);
   detail::update(params, grads.data(), s.momentum_buffer.data(), c);
 }
 
 /// One SGD step on split weights (or other chunked weights): restore, update in fp32, split again.
 template <chunked_weights W>
 void sgd_step(W& params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
+  const char* who = "minifloat::storage::sgd_step";
   o.validate();
-  detail::check(s, params.size(), grads.size(), "minifloat::storage::sgd_step");
-  const detail::sgd_factors c = detail::begin_step(s, params.size(), o);
-  float* buffer = s.momentum_buffer.data();
-  detail::update_split(params, [&](std::span<float> w, std::size_t at) {
-    detail::update(w, grads.data() + at, buffer == nullptr ? nullptr : buffer + at, c);
-  });
+  detail::check(s, params.size(), grads.size(), who);
+  detail::sgd_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  plan.check(who);
+  plan.commit();
 }
 
 /// One Adam (or AdamW) step on fp32 weights.
 inline void adam_step(std::span<float> params, std::span<const float> grads, adam_state& s, const adam_options& o) {
   o.validate();
   detail::check(s, params.size(), grads.size(), "minifloat::storage::adam_step");
-  const detail::adam_factors c = detail::begin_step(s, params.size(), o);
+  const detail::adam_factors c = detail::next_factors(s, o);
+  detail::begin_step(s, params.size(), c);
   detail::update(params, grads.data(), s.exp_avg.data(), s.exp_avg_sq.data(), c);
 }
 
 /// One Adam (or AdamW) step on split weights (or other chunked weights).
 template <chunked_weights W>
 void adam_step(W& params, std::span<const float> grads, adam_state& s, const adam_options& o) {
+  const char* who = "minifloat::storage::adam_step";
   o.validate();
-  detail::check(s, params.size(), grads.size(), "minifloat::storage::adam_step");
-  const detail::adam_factors c = detail::begin_step(s, params.size(), o);
-  detail::update_split(params, [&](std::span<float> w, std::size_t at) {
-    detail::update(w, grads.data() + at, s.exp_avg.data() + at, s.exp_avg_sq.data() + at, c);
-  });
+  detail::check(s, params.size(), grads.size(), who);
+  detail::adam_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  plan.check(who);
+  plan.commit();
 }
 
-/// Multi-tensor SGD: every group checked first, then stepped.
+/// Multi-tensor SGD: every group checked (sizes, then storability) before any is stepped.
 inline void sgd_step(std::span<const split_group<sgd_state>> groups, const sgd_options& o) {
-  o.validate();
-  for (const auto& g : groups) detail::check(*g.state, g.params->size(), g.grads.size(), "minifloat::storage::sgd_step");
-  for (const auto& g : groups) sgd_step(*g.params, g.grads, *g.state, o);
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
 }
-/// Multi-tensor Adam / AdamW: every group checked first, then stepped.
+inline void sgd_step(std::span<const split_group<sgd_state, low_tensor>> groups, const sgd_options& o) {
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
+}
+/// Multi-tensor Adam / AdamW: every group checked (sizes, then storability) before any is stepped.
 inline void adam_step(std::span<const split_group<adam_state>> groups, const adam_options& o) {
-  o.validate();
-  for (const auto& g : groups) detail::check(*g.state, g.params->size(), g.grads.size(), "minifloat::storage::adam_step");
-  for (const auto& g : groups) adam_step(*g.params, g.grads, *g.state, o);
+  detail::step_groups(groups, o, "minifloat::storage::adam_step");
+}
+inline void adam_step(std::span<const split_group<adam_state, low_tensor>> groups, const adam_options& o) {
+  detail::step_groups(groups, o, "minifloat::storage::adam_step");
 }
 
 }  // namespace minifloat::storage

@@ -28,6 +28,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../bulk.hpp"
@@ -222,6 +223,26 @@ class split_tensor {
     store(0, x);
   }
 
+  /// The tensor whose parts these are — what layout(), seed(), generation(), visible() and
+  /// extra() return — so a checkpoint restores it exactly, later stochastic draws included.
+  /// Throws std::invalid_argument when the arrays' field widths differ from the layout's or
+  /// their sizes differ from each other.
+  static split_tensor from_parts(const split_layout& l, std::uint64_t seed, std::uint64_t generation,
+                                 packed_array visible, packed_array extra) {
+    split_tensor t(std::span<const float>{}, l, seed);
+    if (visible.bits() != l.visible_bits() || extra.bits() != l.extra_bits || visible.size() != extra.size())
+      throw std::invalid_argument("minifloat::storage::split_tensor::from_parts: " + std::to_string(visible.size()) +
+                                  " codes of " + std::to_string(visible.bits()) + " bits and " +
+                                  std::to_string(extra.size()) + " extra fields of " + std::to_string(extra.bits()) +
+                                  " bits for a layout of " + std::to_string(l.visible_bits()) + " + " +
+                                  std::to_string(l.extra_bits) + " bits");
+    t.visible_ = std::move(visible);
+    t.extra_ = std::move(extra);
+    t.generation_ = generation;
+    t.plan_ = detail::split_plan(l, draws(seed, generation));
+    return t;
+  }
+
   std::size_t size() const { return visible_.size(); }
   const split_layout& layout() const { return layout_; }
   std::uint64_t seed() const { return seed_; }
@@ -267,6 +288,18 @@ class split_tensor {
     detail::split_into(plan_, x, start, visible_.words().subspan(word_offset(start, layout_.visible_bits())),
                        extra_.words().subspan(word_offset(start, layout_.extra_bits)));
   }
+  /// Whether store() accepts every float: false for an all_finite visible format, where NaN and
+  /// ±Inf have no code (store() throws std::domain_error for them).
+  bool stores_every_float() const { return layout_.visible.encoding != specials::all_finite; }
+  /// The index of the first value of x that store() would reject, or x.size().
+  std::size_t first_rejected(std::span<const float> x) const {
+    if (stores_every_float()) return x.size();
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (!std::isfinite(x[i])) return i;
+    return x.size();
+  }
+  /// The visible format (what the messages of a rejected store name).
+  const format& stored_format() const { return layout_.visible; }
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
     ++generation_;

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""Speed of minifloat.quantize from Python (docs/performance.md, "Python binding").
+
+Times, interleaved over repetitions on the same 16M-element float32 tensor:
+  memcpy   numpy.copyto of the same bytes (single thread), the machine's memory reference;
+  C++      the bulk kernel minifloat::quantize called directly in C++ (one thread, no Python);
+  Python   minifloat.quantize(x, fmt, out=out) with torch.set_num_threads(1) and (2);
+  torch    a straightforward pure-torch emulation of the same rounding (frexp / round / ldexp),
+           checked to give the same bits, timed on one thread and on two.
+Each repetition runs every item once, in a freshly shuffled order. Prints medians and the ratios
+the issue asks for. Usage:
+  PYTHONPATH=build/release/python /usr/bin/python3 bench/bench_python.py [--reps 31] [--n 16777216]
+      [--format e4m3] [--rounding nearest_even,stochastic]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import minifloat as mf
+from minifloat import _core
+
+
+def torch_emulation(x, fmt):
+    """Round-to-nearest-even to fmt with saturation, subnormals on, in plain torch ops."""
+    c = fmt.constants()
+    a = x.abs()
+    _, exponent = torch.frexp(a)  # a = m * 2^exponent, m in [0.5, 1)
+    e = torch.clamp(exponent - 1, min=c["emin"])
+    scale = torch.ldexp(torch.ones_like(a), e - fmt.mantissa_bits)  # the spacing 2^(e - M) of a's binade
+    q = torch.round(a / scale) * scale  # torch.round: half to even
+    q = torch.minimum(q, torch.tensor(c["max_finite"], dtype=x.dtype))
+    return torch.copysign(q, x)
+
+
+def timed(f):
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=16 * 1024 * 1024)
+    parser.add_argument("--reps", type=int, default=31)
+    parser.add_argument("--torch-reps", type=int, default=3)
+    parser.add_argument("--format", default="e4m3")
+    parser.add_argument("--rounding", default="nearest_even,stochastic")
+    args = parser.parse_args()
+    fmt = mf.parse_format(args.format)
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal(args.n, dtype=np.float32) * np.float32(100)
+    x = torch.from_numpy(x_np)
+    out = torch.empty_like(x)
+    copy_out = np.empty_like(x_np)
+
+    # Same bits: the emulation against minifloat on the benchmark data and on edge cases.
+    edge = torch.tensor([0.0, -0.0, 1e-30, -1e-30, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -10, 448.0, 464.0, 465.0,
+                         1e30, float("inf"), -float("inf"), 0.1, 1 / 3])
+    for data in (x, edge):
+        ours = mf.quantize(data, fmt, overflow="saturate")
+        theirs = torch_emulation(data, fmt)
+        assert torch.equal(ours.view(torch.int32), theirs.view(torch.int32)), "the emulation differs"
+    print(f"pure-torch emulation gives minifloat's bits on {args.n} values and {edge.numel()} edge cases")
+
+    before = torch.get_num_threads()
+    for rounding in args.rounding.split(","):
+        measure(args, fmt, rounding, x, x_np, out, copy_out)
+    torch.set_num_threads(before)
+
+
+def measure(args, fmt, rounding, x, x_np, out, copy_out):
+    opts = (mf.ROUNDING.index(rounding), mf.OVERFLOW.index("saturate"), 0, 0, 0)
+
+    def with_threads(k, f):
+        torch.set_num_threads(k)
+        return timed(f)
+
+    quantize = lambda: mf.quantize(x, fmt, rounding, "saturate", out=out)  # noqa: E731
+    items = {
+        "memcpy": lambda: timed(lambda: np.copyto(copy_out, x_np)),
+        "memcpy2": lambda: with_threads(2, lambda: out.copy_(x)),
+        # torch.set_num_threads(1) first, as for the 1-thread Python call: the same state of torch's pool
+        "cpp": lambda: (torch.set_num_threads(1), _core.time_bulk_quantize(x.data_ptr(), out.data_ptr(), args.n,
+                                                                           fmt._key, opts))[1],
+        "py1": lambda: with_threads(1, quantize),
+        "py2": lambda: with_threads(2, quantize),
+    }
+    if rounding == "nearest_even":
+        items["torch1"] = lambda: with_threads(1, lambda: torch_emulation(x, fmt))
+        items["torch2"] = lambda: with_threads(2, lambda: torch_emulation(x, fmt))
+    samples = {k: [] for k in items}
+    order = list(items)
+    shuffle = np.random.default_rng(1)
+    for rep in range(args.reps):
+        shuffle.shuffle(order)  # interleaved, in a fresh order each repetition: no item always follows another
+        for key in order:
+            if key.startswith("torch") and rep >= args.torch_reps:
+                continue
+            samples[key].append(items[key]())
+
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    gb = args.n * 4 / 1e9
+    print(f"format {fmt}, {rounding}, saturate; n = {args.n} float32; {args.reps} interleaved repetitions "
+          f"({args.torch_reps} for the torch emulation); medians:")
+    labels = (("memcpy", "memcpy (numpy.copyto, 1 thread)"), ("memcpy2", "copy (torch copy_, 2 threads)"),
+              ("cpp", "C++ bulk kernel, 1 thread"), ("py1", "minifloat.quantize, 1 thread"),
+              ("py2", "minifloat.quantize, 2 threads"), ("torch1", "pure-torch emulation, 1 thread"),
+              ("torch2", "pure-torch emulation, 2 threads"))
+    for key, label in labels:
+        if key in med:
+            print(f"  {label:34s} {med[key] * 1e3:9.2f} ms  {gb / med[key]:7.2f} GB/s  "
+                  f"{med[key] / med['memcpy']:6.2f}x memcpy   (min {min(samples[key]) * 1e3:.2f} ms)")
+    print(f"  minifloat.quantize / C++ kernel (1 thread):        {med['py1'] / med['cpp']:.3f}")
+    if "torch1" in med:
+        print(f"  pure-torch emulation / minifloat.quantize (1 thr): {med['torch1'] / med['py1']:.1f}")
+        print(f"  pure-torch emulation / minifloat.quantize (2 thr): {med['torch2'] / med['py2']:.1f}")
+    print(f"  minifloat.quantize 1 thread / 2 threads:           {med['py1'] / med['py2']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

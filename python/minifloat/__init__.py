@@ -1,0 +1,28 @@
+"""minifloat: exact emulation of low-precision floating-point formats for PyTorch and NumPy.
+
+A thin binding of the header-only C++ library (include/minifloat/): every rounding, code,
+packing, codec and optimizer rule is the C++ one. docs/python.md documents every function.
+"""
+
+from ._formats import NAMED, Format, format, parse_format
+from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, encode, gecko_compress,
+                   gecko_compress_exponents, gecko_decompress, gecko_decompress_exponents, gecko_size, pack,
+                   quantize, quantize_, unpack)
+from .autograd import quantize_ste
+from . import compat, optim
+
+binary32 = NAMED["binary32"]
+binary16 = NAMED["binary16"]
+bfloat16 = NAMED["bfloat16"]
+e5m2 = NAMED["e5m2"]
+e4m3 = NAMED["e4m3"]
+fp_6_9_0 = NAMED["fp_6_9_0"]  #: the precision-assignment paper's 16-bit "high"
+fp_4_3_4 = NAMED["fp_4_3_4"]  #: its 8-bit forward "low" (HFP8 1-4-3, bias 11)
+fp_5_2_0 = NAMED["fp_5_2_0"]  #: its 8-bit backward "low"
+
+__all__ = [
+    "Format", "format", "parse_format", "NAMED", "binary32", "binary16", "bfloat16", "e5m2", "e4m3", "fp_6_9_0",
+    "fp_4_3_4", "fp_5_2_0", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
+    "encode", "decode", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
+    "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat",
+]

@@ -1,0 +1,323 @@
+"""Rounding, codes, packing and Gecko over tensors and arrays; every rule is the C++ library's."""
+
+from collections import namedtuple
+
+import numpy as np
+import torch
+
+from . import _core
+from ._buffers import Operand, address, check_index, lookup, threads
+from ._formats import as_format
+
+ROUNDING = tuple(_core.rounding_names)
+OVERFLOW = tuple(_core.overflow_names)
+GECKO_VARIANTS = tuple(_core.gecko_variant_names)
+
+
+class RoundingStats(namedtuple("RoundingStats", "values overflows underflows nans infinities")):
+    """What a rounding pass saw (minifloat::rounding_stats): overflows count |x| >= the format's
+    overflow threshold (Inf and NaN included), underflows finite nonzero inputs rounded to zero."""
+
+    __slots__ = ()
+
+    @property
+    def overflow_ratio(self):
+        return self.overflows / self.values if self.values else 0.0
+
+    @property
+    def underflow_ratio(self):
+        return self.underflows / self.values if self.values else 0.0
+
+
+def rounding_options(who, rounding, overflow, seed, index, random_bits):
+    """The (mode, overflow, random_bits, seed, index) tuple the extension takes, checked."""
+    mode = lookup(rounding, ROUNDING, who, "rounding")
+    on_overflow = lookup(overflow, OVERFLOW, who, "overflow")
+    if isinstance(random_bits, bool) or not isinstance(random_bits, int):
+        raise TypeError(f"{who}: random_bits must be an int, not {type(random_bits).__name__}")
+    return (mode, on_overflow, random_bits, check_index(seed, who, "seed"), check_index(index, who, "index"))
+
+
+def _output(source, out, who):
+    """The output Operand (or None), checked against the input: same kind, dtype and shape."""
+    if out is None:
+        return None
+    target = Operand(out, who, "out")
+    if target.is_torch != source.is_torch:
+        raise TypeError(f"{who}: out is a {'torch.Tensor' if target.is_torch else 'numpy.ndarray'} but x is not")
+    if target.dtype != source.dtype:
+        raise TypeError(f"{who}: out has dtype {target.dtype_name()}, x has {source.dtype_name()}")
+    if target.array.shape != source.array.shape:
+        raise ValueError(f"{who}: out has shape {tuple(target.array.shape)}, x has {tuple(source.array.shape)}")
+    if not target.array.flags.writeable:
+        raise ValueError(f"{who}: out is read-only")
+    return target
+
+
+def _run_into(source, target, kernel):
+    """kernel(in_array, out_array) on C-order buffers, writing the result into target.array (or a
+    new array); returns the array holding the result."""
+    src = source.contiguous()
+    if target is None:
+        dst = np.empty(src.shape, dtype=src.dtype)
+        kernel(src, dst)
+        return dst
+    direct = target.array.flags.c_contiguous and (
+        target.array is src or not np.may_share_memory(target.array, src)
+        or (target.array.ctypes.data == src.ctypes.data and target.array.strides == src.strides))
+    if direct:
+        kernel(src, target.array)
+        return target.array
+    dst = np.empty(src.shape, dtype=src.dtype)
+    kernel(src, dst)
+    np.copyto(target.array, dst)
+    return target.array
+
+
+def _overlaps_itself(array):
+    """True when two elements of array share memory through a zero stride (expand, broadcast_to)."""
+    return any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
+
+
+def mark_written(tensor):
+    """Moves a tensor's version counter on, as torch's own in-place ops do, so that autograd
+    notices the change if a graph saved the tensor (the data was written through a NumPy view)."""
+    with torch.no_grad():
+        tensor.as_strided_(tensor.size(), tensor.stride(), tensor.storage_offset())
+
+
+def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place):
+    source = Operand(x, who)
+    is_double = source.require_float()
+    f = as_format(fmt, who)
+    opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
+    _core.check_options(f._key, opts, is_double)  # ValueError naming the field, before anything is written
+    if in_place:
+        if not source.array.flags.writeable:
+            raise ValueError(f"{who}: x is read-only")
+        target = source
+    else:
+        target = _output(source, out, who)
+    if target is not None and _overlaps_itself(target.array):
+        raise ValueError(f"{who}: {'x' if in_place else 'out'} has elements that share memory (an expanded "
+                         "tensor or broadcast array); write into a tensor with one location per element")
+    if target is not None and target.is_torch and target.tensor.requires_grad and torch.is_grad_enabled():
+        raise ValueError(f"{who}: {'x' if in_place else 'out'} requires grad; round it under torch.no_grad(), "
+                         "or use minifloat.quantize_ste for a differentiable rounding")
+    if target is not None and not target.aliases:  # its array is a copy: round, then copy through torch
+        value, counts = _quantize(who, x, f, rounding, overflow, seed, index, random_bits, None, True, False)
+        with torch.no_grad():
+            target.tensor.copy_(value)
+        return (target.tensor, counts) if stats else target.tensor
+    counts = []
+
+    def kernel(src, dst):
+        counts.append(_core.quantize(address(src), address(dst), src.size, is_double, f._key, opts, threads(),
+                                     stats))
+
+    result = _run_into(source, target, kernel)
+    if target is not None and target.is_torch:
+        mark_written(target.tensor)
+    if in_place:
+        value = x
+    elif target is not None:
+        value = out
+    else:
+        value = source.wrap(result)
+    return (value, RoundingStats(*counts[0])) if stats else value
+
+
+def quantize(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, out=None,
+             stats=False):
+    """x rounded to fmt, as a new tensor/array of x's kind, dtype and shape (or written to `out`).
+
+    x: a float32 or float64 CPU torch.Tensor or numpy.ndarray, any shape and strides.
+    rounding: nearest_even | nearest_away | toward_zero | stochastic | toward_positive | toward_negative | to_odd; overflow: infinity | saturate.
+    Stochastic rounding draws element i (row-major flat index) from (seed, index + i).
+    stats=True returns (result, RoundingStats)."""
+    return _quantize("minifloat.quantize", x, fmt, rounding, overflow, seed, index, random_bits, out, stats, False)
+
+
+def quantize_(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, stats=False):
+    """quantize in place: x is overwritten (and returned). Nothing is written when an argument is bad."""
+    return _quantize("minifloat.quantize_", x, fmt, rounding, overflow, seed, index, random_bits, None, stats, True)
+
+
+_TORCH_CODES = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}  # NumPy views that torch takes
+_NUMPY_CODES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def code_bytes(bit_width):
+    return next(b for b in (1, 2, 4, 8) if bit_width <= 8 * b)
+
+
+def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0):
+    """The codes of x rounded to fmt (sign | exponent | mantissa, as minifloat::encode).
+
+    Codes come in the narrowest integer type that holds fmt.bit_width bits: for torch uint8, int16,
+    int32 or int64 (the bit pattern: torch has no uint16/uint32; a bfloat16 code is then exactly
+    tensor.to(torch.bfloat16).view(torch.int16)); for NumPy uint8/16/32/64.
+    ValueError when a value has no code (NaN or ±Inf into an all_finite format)."""
+    who = "minifloat.encode"
+    source = Operand(x, who)
+    is_double = source.require_float()
+    f = as_format(fmt, who)
+    opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
+    _core.check_options(f._key, opts, is_double)
+    nbytes = code_bytes(f.bit_width)
+    src = source.contiguous()
+    codes = np.empty(src.shape, dtype=_NUMPY_CODES[nbytes])
+    first_bad = _core.encode(address(src), address(codes), src.size, is_double, nbytes, f._key, opts, threads())
+    if first_bad < src.size:
+        raise ValueError(f"{who}: the value at flat index {first_bad} ({src.reshape(-1)[first_bad]}) has no code in {f}")
+    return torch.from_numpy(codes.view(_TORCH_CODES[nbytes])) if source.is_torch else codes
+
+
+def _is_double(dtype, who):
+    """False for float32 (and None), True for float64, as a torch or NumPy dtype."""
+    if dtype is None or dtype is torch.float32:
+        return False
+    if dtype is torch.float64:
+        return True
+    try:
+        d = None if isinstance(dtype, torch.dtype) else np.dtype(dtype)
+    except TypeError:
+        d = None
+    if d == np.float32 or d == np.float64:
+        return d == np.float64
+    raise TypeError(f"{who}: dtype must be float32 or float64, not {dtype}")
+
+
+def decode(codes, fmt, dtype=None):
+    """The values of integer codes in fmt, as float32 (default) or float64; bits above the format's
+    width are ignored. torch dtypes for torch codes, NumPy dtypes for arrays."""
+    who = "minifloat.decode"
+    source = Operand(codes, who, "codes")
+    source.require_integer()
+    f = as_format(fmt, who)
+    is_double = _is_double(dtype, who)
+    problem = _core.source_problem(f._key, is_double)
+    if problem:
+        raise ValueError(f"{who}: {problem}")
+    src = source.contiguous()
+    values = np.empty(src.shape, dtype=np.float64 if is_double else np.float32)
+    _core.decode(address(src), src.itemsize, address(values), src.size, is_double, f._key, threads())
+    return source.wrap(values)
+
+
+def _bits(bits, who):
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise TypeError(f"{who}: bits must be an int, not {type(bits).__name__}")
+    if not 1 <= bits <= 32:
+        raise ValueError(f"{who}: bits = {bits} is outside 1..32")
+    return bits
+
+
+def pack(codes, bits):
+    """Integer codes (any integer dtype and shape, row-major; each item's bits read as unsigned)
+    packed densely at `bits` bits each (1..32) into a 1-D uint8 tensor/array: field i at bit i*bits
+    of a little-endian stream of 32-bit words (minifloat::storage::pack; docs/storage.md).
+    ValueError, writing nothing, when a code needs more than `bits` bits."""
+    who = "minifloat.pack"
+    source = Operand(codes, who, "codes")
+    source.require_integer()
+    _bits(bits, who)
+    src = source.contiguous()
+    words = np.zeros(_core.packed_words(src.size, bits), dtype=np.uint32)
+    _core.pack(address(src), src.itemsize, src.size, bits, address(words), words.size)
+    return source.wrap(words.view(np.uint8))
+
+
+def unpack(packed, bits, count):
+    """The first `count` fields of a pack() result: torch int32 (int64 for bits = 32), NumPy uint32."""
+    who = "minifloat.unpack"
+    source = Operand(packed, who, "packed")
+    if source.dtype != np.uint8:
+        raise TypeError(f"{who}: packed has dtype {source.dtype_name()}; expected uint8")
+    _bits(bits, who)
+    count = check_index(count, who, "count")
+    nwords = _core.packed_words(count, bits)
+    raw = source.contiguous().reshape(-1)
+    if raw.size < 4 * nwords:
+        raise ValueError(f"{who}: {count} fields of {bits} bits need {4 * nwords} bytes, packed has {raw.size}")
+    words = np.empty(nwords, dtype=np.uint32)
+    words.view(np.uint8)[:] = raw[:4 * nwords]
+    fields = np.empty(count, dtype=np.uint32)
+    _core.unpack(address(words), nwords, bits, count, address(fields))
+    if not source.is_torch:
+        return fields
+    return torch.from_numpy(fields.view(np.int32) if bits < 32 else fields.astype(np.int64))
+
+
+def _variant(variant, who):
+    return lookup(variant, GECKO_VARIANTS, who, "variant")
+
+
+def _float32_values(x, who):
+    source = Operand(x, who)
+    source.require_float32()
+    return source, source.contiguous()
+
+
+def gecko_size(x, variant="faithful"):
+    """(bits, bytes) of gecko_compress_exponents(x, variant): the format's information and the buffer."""
+    who = "minifloat.gecko_size"
+    _, src = _float32_values(x, who)
+    return _core.gecko_encoded_size(address(src), src.size, _variant(variant, who))
+
+
+def gecko_compress_exponents(x, variant="faithful"):
+    """The exponent fields of float32 x (row-major), Gecko-compressed (docs/gecko.md): faithful
+    (the paper's groups of 8, bias 127) or improved (per-tensor base, zero bitmap). A uint8 buffer."""
+    who = "minifloat.gecko_compress_exponents"
+    source, src = _float32_values(x, who)
+    return source.wrap(_core.gecko_encode_exponents(address(src), src.size, _variant(variant, who)))
+
+
+def _bytes(buffer, who):
+    source = Operand(buffer, who, "buffer")
+    if source.dtype != np.uint8:
+        raise TypeError(f"{who}: buffer has dtype {source.dtype_name()}; expected uint8")
+    return source, source.contiguous().reshape(-1)
+
+
+def gecko_decompress_exponents(buffer, count, variant="faithful"):
+    """The `count` exponent fields (uint8) a gecko_compress_exponents buffer holds. ValueError
+    naming the defect for truncated, over-long or non-canonical input."""
+    who = "minifloat.gecko_decompress_exponents"
+    source, raw = _bytes(buffer, who)
+    count = check_index(count, who, "count")
+    v = _variant(variant, who)
+    exponents = np.empty(count, dtype=np.uint8)
+    _core.gecko_decode_exponents(address(raw), raw.size, count, v, address(exponents))
+    return source.wrap(exponents)
+
+
+def gecko_compress(x, mantissa_bits=23, variant="faithful", rounding="toward_zero", overflow="infinity", seed=0,
+                   index=0, checksum=True):
+    """float32 x (row-major) as one Gecko tensor buffer (uint8): header, sign + top `mantissa_bits`
+    mantissa bits per value, Gecko exponents (minifloat::storage::gecko_encode_tensor). The dropped
+    mantissa bits are truncated (rounding="toward_zero") or x is rounded to fp(8, mantissa_bits)
+    first. mantissa_bits = 23 keeps every float bit for bit. checksum=True (the default) appends a
+    CRC-32 that gecko_decompress checks, so a corrupted buffer raises ValueError."""
+    who = "minifloat.gecko_compress"
+    source, src = _float32_values(x, who)
+    if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int):
+        raise TypeError(f"{who}: mantissa_bits must be an int, not {type(mantissa_bits).__name__}")
+    if not isinstance(checksum, bool):
+        raise TypeError(f"{who}: checksum must be a bool, not {type(checksum).__name__}")
+    opts = rounding_options(who, rounding, overflow, seed, index, 0)
+    return source.wrap(_core.gecko_encode_tensor(address(src), src.size, _variant(variant, who), mantissa_bits, opts,
+                                                 checksum))
+
+
+def gecko_decompress(buffer, shape=None):
+    """The float32 values of a gecko_compress buffer (1-D, or reshaped to `shape`)."""
+    who = "minifloat.gecko_decompress"
+    source, raw = _bytes(buffer, who)
+    _, _, count = _core.gecko_tensor_header(address(raw), raw.size)
+    if shape is not None and int(np.prod(shape, dtype=np.int64)) != count:
+        raise ValueError(f"{who}: shape {tuple(shape)} does not hold the {count} stored values")
+    values = np.empty(count, dtype=np.float32)
+    _core.gecko_decode_tensor(address(raw), raw.size, address(values), count)
+    return source.wrap(values if shape is None else values.reshape(shape))

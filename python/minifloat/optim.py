@@ -1,0 +1,318 @@
+"""torch.optim optimizers whose weights live only in the library's storage — split storage (the
+visible low-precision codes plus k packed extra mantissa bits, minifloat/storage/split.hpp) or
+low-precision codes alone (low_tensor.hpp) — with no fp32 master copy, stepped by the C++
+optimizers of minifloat/storage/optimizers.hpp (docs/no-master-weights.md, docs/python.md).
+
+Each parameter tensor keeps the decoded compute copy the model runs on: the restored weights
+(compute="restored", the default: with the lossless split bf16 + 16 the run equals
+torch.optim.SGD / AdamW bit for bit) or the visible low-precision values (compute="visible",
+the paper's forward pass on h). optimizer.storage_bytes() reports what the optimizer holds.
+"""
+
+import numpy as np
+import torch
+
+from . import _core
+from ._buffers import lookup
+from ._formats import as_format
+
+SPLIT_MODES = tuple(_core.split_mode_names)
+COMPUTE = ("restored", "visible")
+FIRST_MOMENT = tuple(_core.first_moment_names)
+
+
+class SplitStorage:
+    """Weights as `visible`-format codes plus `extra_bits` packed extra bits (split_layout):
+    mode "truncate" keeps the next extra_bits bits; "stochastic" rounds the visible part
+    stochastically and keeps a flag plus extra_bits - 1 bits."""
+
+    def __init__(self, visible="bfloat16", extra_bits=16, mode="truncate"):
+        self.visible = as_format(visible, "minifloat.optim.SplitStorage")
+        self.extra_bits = extra_bits
+        self.mode = lookup(mode, SPLIT_MODES, "minifloat.optim.SplitStorage", "mode")
+
+    def make(self, values, seed):
+        return _core.SplitWeights(values.ctypes.data, values.size, self.visible._key, self.extra_bits, self.mode, seed)
+
+    def describe(self):
+        return {"kind": "split", "visible": self.visible._key, "extra_bits": self.extra_bits,
+                "mode": SPLIT_MODES[self.mode]}
+
+    def save(self, weights):
+        visible, extra, size, seed, generation = weights.parts()
+        return {"visible_words": _words_tensor(visible), "extra_words": _words_tensor(extra), "size": size,
+                "seed": seed, "generation": generation}
+
+    def load(self, entry):
+        visible, extra = _words_array(entry["visible_words"]), _words_array(entry["extra_words"])
+        return _core.SplitWeights.from_parts(self.visible._key, self.extra_bits, self.mode, entry["seed"],
+                                             entry["generation"], entry["size"], visible.ctypes.data, visible.size,
+                                             extra.ctypes.data, extra.size)
+
+    def __repr__(self):
+        return f"SplitStorage({self.visible!r}, extra_bits={self.extra_bits}, mode={SPLIT_MODES[self.mode]!r})"
+
+
+class LowStorage:
+    """Weights as `fmt` codes only, rounded after each update with `rounding` (nearest_even or
+    stochastic), saturating (low_tensor)."""
+
+    def __init__(self, fmt, rounding="nearest_even"):
+        self.fmt = as_format(fmt, "minifloat.optim.LowStorage")
+        self.rounding = lookup(rounding, tuple(_core.rounding_names), "minifloat.optim.LowStorage", "rounding")
+
+    def make(self, values, seed):
+        return _core.LowWeights(values.ctypes.data, values.size, self.fmt._key, self.rounding, seed)
+
+    def describe(self):
+        return {"kind": "low", "format": self.fmt._key, "rounding": _core.rounding_names[self.rounding]}
+
+    def save(self, weights):
+        codes, size, seed, generation = weights.parts()
+        return {"code_words": _words_tensor(codes), "size": size, "seed": seed, "generation": generation}
+
+    def load(self, entry):
+        codes = _words_array(entry["code_words"])
+        return _core.LowWeights.from_parts(self.fmt._key, self.rounding, entry["seed"], entry["generation"],
+                                           entry["size"], codes.ctypes.data, codes.size)
+
+    def __repr__(self):
+        return f"LowStorage({self.fmt!r}, rounding={_core.rounding_names[self.rounding]!r})"
+
+
+def _words_tensor(words):
+    """uint32 words as an int32 tensor (torch 1.13 has no uint32), for torch.save."""
+    return torch.from_numpy(words.view(np.int32))
+
+
+def _words_array(tensor):
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.int32 or tensor.dim() != 1:
+        raise ValueError("minifloat.optim.load_state_dict: stored words must be a 1-D int32 tensor")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy()).view(np.uint32)
+
+
+def _float_array(tensor, what):
+    if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
+        raise ValueError(f"minifloat.optim.load_state_dict: {what} must be a float32 tensor")
+    return np.ascontiguousarray(tensor.detach().cpu().numpy()).reshape(-1)
+
+
+def _seed_of(seed, i):
+    return (seed * 0x9E3779B97F4A7C15 + i) % (1 << 64)
+
+
+class _StoredOptimizer(torch.optim.Optimizer):
+    _who = "minifloat.optim"
+
+    def __init__(self, params, defaults, storage, compute, seed):
+        if not isinstance(storage, (SplitStorage, LowStorage)):
+            raise TypeError(f"{self._who}: storage must be a SplitStorage or LowStorage, not {type(storage).__name__}")
+        self._storage = storage
+        self._compute = lookup(compute, COMPUTE, self._who, "compute")
+        self._seed = seed
+        self._adopted = 0
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        params = self.param_groups[-1]["params"]
+        try:  # every parameter is checked and stored before any parameter is written
+            stored = [self._store(p, self._adopted + i) for i, p in enumerate(params)]
+        except Exception:
+            self.param_groups.pop()
+            raise
+        self._adopted += len(params)
+        for p, weights in zip(params, stored):
+            self.state[p]["weights"] = weights
+            self._write_compute_copy(p, weights)
+
+    def _store(self, p, i):
+        if p.device.type != "cpu":
+            raise TypeError(f"{self._who}: a parameter on {p.device.type}; this build keeps weights on the CPU")
+        if p.dtype != torch.float32:
+            raise TypeError(f"{self._who}: a parameter of dtype {p.dtype}; split and low storage hold float32 weights")
+        return self._storage.make(np.ascontiguousarray(p.detach().numpy()), _seed_of(self._seed, i))
+
+    def _write_compute_copy(self, p, weights):
+        copy = np.empty(weights.size, dtype=np.float32)
+        (weights.restore if self._compute == 0 else weights.visible)(copy.ctypes.data)
+        with torch.no_grad():
+            p.copy_(torch.from_numpy(copy).view(p.shape))
+
+    def _gradient(self, p):
+        g = p.grad
+        if g.is_sparse:
+            raise TypeError(f"{self._who}: sparse gradients are not supported")
+        if g.dtype != torch.float32 or g.device.type != "cpu":
+            raise TypeError(f"{self._who}: a gradient of dtype {g.dtype} on {g.device.type}; expected float32 on the CPU")
+        return np.ascontiguousarray(g.detach().numpy())
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            self._check(group)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                grad = self._gradient(p)
+                self._step_one(state, grad, group)
+                self._write_compute_copy(p, state["weights"])
+        return loss
+
+    def storage_bytes(self):
+        """Bytes the optimizer holds: the stored weights (codes and extra bits), the optimizer
+        state (momentum / moments), and the parameters' compute copies (4 bytes per weight,
+        the model's own tensors)."""
+        weights = sum(s["weights"].nbytes for s in self.state.values())
+        state = sum(s["optimizer"].nbytes for s in self.state.values() if "optimizer" in s)
+        compute = sum(p.numel() * p.element_size() for g in self.param_groups for p in g["params"])
+        return {"weights": weights, "state": state, "compute_copy": compute, "total": weights + state + compute}
+
+    def _parameters(self):
+        return [p for group in self.param_groups for p in group["params"]]
+
+    def state_dict(self):
+        """torch.optim's layout — {"state": {index: ...}, "param_groups": [...]} — holding the stored
+        weights exactly (code words, extra-bit words, seed, generation), the optimizer state and
+        the storage description; torch.save writes it."""
+        index = {id(p): i for i, p in enumerate(self._parameters())}
+        state = {}
+        for p in self._parameters():
+            s = self.state[p]
+            entry = {"weights": self._storage.save(s["weights"])}
+            if "optimizer" in s:
+                entry["optimizer"] = self._save_state(s["optimizer"])
+            state[index[id(p)]] = entry
+        groups = [dict(group, params=[index[id(p)] for p in group["params"]]) for group in self.param_groups]
+        return {"state": state, "param_groups": groups, "storage": self._storage.describe()}
+
+    def load_state_dict(self, state_dict):
+        """Restores what state_dict() saved into an optimizer over the same parameters and storage,
+        and writes the compute copies into the parameters. Everything is checked first: on a
+        ValueError nothing has changed."""
+        who = f"{self._who}.load_state_dict"
+        if state_dict.get("storage") != self._storage.describe():
+            raise ValueError(f"{who}: the checkpoint's storage {state_dict.get('storage')} is not this optimizer's "
+                             f"{self._storage.describe()}")
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(g["params"]) != len(mine["params"]) for g, mine in zip(groups, self.param_groups)):
+            raise ValueError(f"{who}: the checkpoint's parameter groups differ from this optimizer's")
+        restored = []
+        for i, p in enumerate(self._parameters()):
+            entry = state_dict["state"].get(i)
+            if entry is None:
+                raise ValueError(f"{who}: no stored weights for parameter {i}")
+            weights = self._storage.load(entry["weights"])
+            if weights.size != p.numel():
+                raise ValueError(f"{who}: parameter {i} has {p.numel()} values, the checkpoint {weights.size}")
+            optimizer = self._load_state(entry["optimizer"], p.numel(), who) if "optimizer" in entry else None
+            restored.append((p, weights, optimizer))
+        for group, saved in zip(self.param_groups, groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        for p, weights, optimizer in restored:
+            self.state[p] = {"weights": weights}
+            if optimizer is not None:
+                self.state[p]["optimizer"] = optimizer
+            self._write_compute_copy(p, weights)
+
+
+class SGD(_StoredOptimizer):
+    """torch.optim.SGD (momentum, dampening, Nesterov, L2 weight decay, maximize) on stored weights."""
+
+    _who = "minifloat.optim.SGD"
+
+    def __init__(self, params, lr, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 storage=None, compute="restored", seed=0):
+        _core.check_sgd(lr, momentum, dampening, weight_decay, nesterov, maximize)
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
+                        maximize=maximize)
+        super().__init__(params, defaults, SplitStorage() if storage is None else storage, compute, seed)
+
+    def _check(self, group):
+        _core.check_sgd(group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                        group["maximize"])
+
+    @staticmethod
+    def _save_state(s):
+        return {"momentum_buffer": torch.from_numpy(s.momentum_buffer()), "steps": s.steps}
+
+    @staticmethod
+    def _load_state(entry, n, who):
+        buffer = _float_array(entry["momentum_buffer"], "momentum_buffer")
+        if buffer.size not in (0, n):
+            raise ValueError(f"{who}: a momentum buffer of {buffer.size} values for {n} parameters")
+        s = _core.SgdState()
+        s.set(buffer.ctypes.data, buffer.size, int(entry["steps"]))
+        return s
+
+    def _step_one(self, state, grad, group):
+        s = state.setdefault("optimizer", _core.SgdState())
+        _core.sgd_step(state["weights"], grad.ctypes.data, grad.size, s, group["lr"], group["momentum"],
+                       group["dampening"], group["weight_decay"], group["nesterov"], group["maximize"])
+
+
+def _default_first_moment():
+    """The first-moment kernel of the installed PyTorch: scale_add before 2.0, lerp from 2.0."""
+    return "scale_add" if int(torch.__version__.split(".")[0]) < 2 else "lerp"
+
+
+class Adam(_StoredOptimizer):
+    """torch.optim.Adam (L2 weight decay, maximize; no amsgrad) on stored weights."""
+
+    _who = "minifloat.optim.Adam"
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False, storage=None, compute="restored", seed=0, first_moment=None):
+        if amsgrad:
+            raise ValueError(f"{self._who}: amsgrad is not supported")
+        first = lookup(_default_first_moment() if first_moment is None else first_moment, FIRST_MOMENT, self._who,
+                       "first_moment")
+        beta1, beta2 = betas
+        _core.check_adam(lr, beta1, beta2, eps, weight_decay, self._decoupled, maximize, first)
+        defaults = dict(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        first_moment=first)
+        super().__init__(params, defaults, SplitStorage() if storage is None else storage, compute, seed)
+
+    def _check(self, group):
+        _core.check_adam(group["lr"], group["betas"][0], group["betas"][1], group["eps"], group["weight_decay"],
+                         self._decoupled, group["maximize"], group["first_moment"])
+
+    @staticmethod
+    def _save_state(s):
+        return {"exp_avg": torch.from_numpy(s.exp_avg()), "exp_avg_sq": torch.from_numpy(s.exp_avg_sq()),
+                "steps": s.steps}
+
+    @staticmethod
+    def _load_state(entry, n, who):
+        m = _float_array(entry["exp_avg"], "exp_avg")
+        v = _float_array(entry["exp_avg_sq"], "exp_avg_sq")
+        if m.size != v.size or m.size not in (0, n):
+            raise ValueError(f"{who}: moments of {m.size} and {v.size} values for {n} parameters")
+        s = _core.AdamState()
+        s.set(m.ctypes.data, v.ctypes.data, m.size, int(entry["steps"]))
+        return s
+
+    def _step_one(self, state, grad, group):
+        s = state.setdefault("optimizer", _core.AdamState())
+        _core.adam_step(state["weights"], grad.ctypes.data, grad.size, s, group["lr"], group["betas"][0],
+                        group["betas"][1], group["eps"], group["weight_decay"], self._decoupled, group["maximize"],
+                        group["first_moment"])
+
+
+class AdamW(Adam):
+    """torch.optim.AdamW (decoupled weight decay, default 1e-2) on stored weights."""
+
+    _who = "minifloat.optim.AdamW"
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, storage=None, compute="restored", seed=0, first_moment=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, storage=storage,
+                         compute=compute, seed=seed, first_moment=first_moment)

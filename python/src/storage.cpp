@@ -1,0 +1,295 @@
+// python/src/storage.cpp — the storage layer for minifloat._core: k-bit packing (bitpack.hpp),
+// Gecko exponent and tensor codecs (gecko.hpp, gecko_tensor.hpp), split and low-precision-only
+// weights (split.hpp, low_tensor.hpp) and the optimizers that step them (optimizers.hpp).
+// A thin layer; see binding.hpp for the conventions.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include <minifloat/storage/bitpack.hpp>
+#include <minifloat/storage/gecko.hpp>
+#include <minifloat/storage/gecko_tensor.hpp>
+#include <minifloat/storage/low_tensor.hpp>
+#include <minifloat/storage/optimizers.hpp>
+#include <minifloat/storage/split.hpp>
+
+#include "binding.hpp"
+
+namespace minifloat::python {
+
+namespace {
+
+namespace ms = minifloat::storage;
+
+// Name tables in enumerator order (see binding.hpp).
+const std::vector<std::string> gecko_variant_names{"faithful", "improved"};
+const std::vector<std::string> split_mode_names{"truncate", "stochastic"};
+const std::vector<std::string> first_moment_names{"lerp", "scale_add"};
+
+/// Values handed to the packer, widened to 32 bits a block at a time (their bits zero-extended:
+/// an int16 code -1 is 0xffff). Values of 8-byte items above 32 bits are reported as too wide.
+class widened_values {
+ public:
+  widened_values(std::uintptr_t address, int item_bytes, std::size_t count)
+      : address_(address), item_bytes_(item_bytes), count_(count) {
+    if (item_bytes != 1 && item_bytes != 2 && item_bytes != 4 && item_bytes != 8)
+      throw std::invalid_argument("minifloat.pack: integer items of " + std::to_string(item_bytes) + " bytes");
+  }
+  /// Values [start, start + out.size()) widened; returns the index of the first one above
+  /// 32 bits, or out.size().
+  std::size_t read(std::size_t start, std::span<std::uint32_t> out) const {
+    const auto* bytes = at<const unsigned char>(address_) + start * static_cast<std::size_t>(item_bytes_);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, bytes + i * static_cast<std::size_t>(item_bytes_), static_cast<std::size_t>(item_bytes_));
+      if (v >> 32) return i;
+      out[i] = static_cast<std::uint32_t>(v);
+    }
+    return out.size();
+  }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::uintptr_t address_;
+  int item_bytes_;
+  std::size_t count_;
+};
+
+constexpr std::size_t pack_block = 4096;  // a multiple of 32: blocks start at whole words
+
+void pack_codes(std::uintptr_t values, int item_bytes, std::size_t n, int bits, std::uintptr_t words,
+                std::size_t nwords) {
+  const widened_values source(values, item_bytes, n);
+  const auto target = span_at<std::uint32_t>(words, nwords);
+  (void)ms::packed_words(n, bits);  // validates bits before anything is read
+  if (nwords < ms::packed_words(n, bits))
+    throw std::invalid_argument("minifloat.pack: the output holds " + std::to_string(nwords) + " words, " +
+                                std::to_string(ms::packed_words(n, bits)) + " needed");
+  std::vector<std::uint32_t> block(pack_block);
+  // Every value is checked before any word is written.
+  for (std::size_t start = 0; start < n; start += pack_block) {
+    const std::span<std::uint32_t> part(block.data(), std::min(pack_block, n - start));
+    const std::size_t k = source.read(start, part);
+    const std::size_t wide = k < part.size() ? k : ms::detail::first_too_wide(part, bits);
+    if (wide < part.size())
+      throw std::invalid_argument("minifloat.pack: the value at flat index " + std::to_string(start + wide) +
+                                  " does not fit in " + std::to_string(bits) + " bits");
+  }
+  for (std::size_t start = 0; start < n; start += pack_block) {
+    const std::span<std::uint32_t> part(block.data(), std::min(pack_block, n - start));
+    source.read(start, part);
+    ms::pack(part, bits, target.subspan(start / 32 * static_cast<std::size_t>(bits)));
+  }
+}
+
+py::array_t<std::uint8_t> to_array(const std::vector<std::uint8_t>& bytes) {
+  py::array_t<std::uint8_t> a(static_cast<py::ssize_t>(bytes.size()));
+  if (!bytes.empty()) std::memcpy(a.mutable_data(), bytes.data(), bytes.size());
+  return a;
+}
+
+[[noreturn]] void gecko_failure(ms::gecko_errc e) { throw std::invalid_argument(std::string(ms::gecko_message(e))); }
+
+ms::gecko_variant to_variant(int v) { return enumerator<ms::gecko_variant>(v, gecko_variant_names, "gecko variant"); }
+
+py::array_t<std::uint32_t> words_of(const ms::packed_array& a) {
+  py::array_t<std::uint32_t> out(static_cast<py::ssize_t>(a.words().size()));
+  if (!a.words().empty()) std::memcpy(out.mutable_data(), a.words().data(), a.words().size() * sizeof(std::uint32_t));
+  return out;
+}
+ms::packed_array array_of(std::uintptr_t words, std::size_t nwords, std::size_t size, int bits) {
+  return ms::packed_array::from_words(span_at<const std::uint32_t>(words, nwords), size, bits);
+}
+
+/// Split storage for one parameter tensor.
+struct split_weights {
+  ms::split_tensor tensor;
+  split_weights(std::uintptr_t values, std::size_t n, const format_tuple& visible, int extra_bits, int mode,
+                std::uint64_t seed)
+      : tensor(span_at<const float>(values, n), layout(visible, extra_bits, mode), seed) {}
+  explicit split_weights(ms::split_tensor t) : tensor(std::move(t)) {}
+  /// (visible words, extra words, size, seed, generation): what from_parts takes back.
+  py::tuple parts() const {
+    return py::make_tuple(words_of(tensor.visible()), words_of(tensor.extra()), tensor.size(), tensor.seed(),
+                          tensor.generation());
+  }
+  static split_weights from_parts(const format_tuple& visible, int extra_bits, int mode, std::uint64_t seed,
+                                  std::uint64_t generation, std::size_t size, std::uintptr_t visible_words,
+                                  std::size_t visible_count, std::uintptr_t extra_words, std::size_t extra_count) {
+    const ms::split_layout l = layout(visible, extra_bits, mode);
+    return split_weights(ms::split_tensor::from_parts(l, seed, generation,
+                                                      array_of(visible_words, visible_count, size, l.visible_bits()),
+                                                      array_of(extra_words, extra_count, size, l.extra_bits)));
+  }
+  static ms::split_layout layout(const format_tuple& visible, int extra_bits, int mode) {
+    return {to_format(visible), extra_bits, enumerator<ms::split_mode>(mode, split_mode_names, "split mode")};
+  }
+  std::size_t nbytes() const { return (tensor.visible().words().size() + tensor.extra().words().size()) * 4; }
+  void restore(std::uintptr_t out) const { tensor.reconstruct(span_at<float>(out, tensor.size())); }
+  void visible(std::uintptr_t out) const { tensor.visible_values(span_at<float>(out, tensor.size())); }
+};
+
+/// Low-precision-only storage for one parameter tensor.
+struct low_weights {
+  ms::low_tensor tensor;
+  low_weights(std::uintptr_t values, std::size_t n, const format_tuple& f, int mode, std::uint64_t seed)
+      : tensor(span_at<const float>(values, n), to_format(f), checked_mode(mode), seed) {}
+  explicit low_weights(ms::low_tensor t) : tensor(std::move(t)) {}
+  /// (code words, size, seed, generation): what from_parts takes back.
+  py::tuple parts() const {
+    return py::make_tuple(words_of(tensor.codes()), tensor.size(), tensor.seed(), tensor.generation());
+  }
+  static low_weights from_parts(const format_tuple& f, int mode, std::uint64_t seed, std::uint64_t generation,
+                                std::size_t size, std::uintptr_t words, std::size_t count) {
+    const format fmt = to_format(f);
+    return low_weights(ms::low_tensor::from_parts(fmt, checked_mode(mode), seed, generation,
+                                                  array_of(words, count, size, ms::code_bits(fmt, ms::sign_storage::stored))));
+  }
+  static rounding checked_mode(int mode) { return enumerator<rounding>(mode, rounding_names, "rounding"); }
+  std::size_t nbytes() const { return tensor.codes().words().size() * 4; }
+  void restore(std::uintptr_t out) const { tensor.decode(span_at<float>(out, tensor.size())); }
+  void visible(std::uintptr_t out) const { restore(out); }  // the stored values are the visible ones
+};
+
+py::array_t<float> copy_of(const std::vector<float>& v) {
+  py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
+  if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
+  return a;
+}
+
+ms::sgd_options sgd_opts(double lr, double momentum, double dampening, double weight_decay, bool nesterov, bool maximize) {
+  return {lr, momentum, dampening, weight_decay, nesterov, maximize};
+}
+ms::adam_options adam_opts(double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
+                           bool maximize, int first_moment) {
+  ms::adam_options o{lr, beta1, beta2, eps, weight_decay, decoupled, maximize};
+  o.first_moment = enumerator<ms::adam_first_moment>(first_moment, first_moment_names, "first-moment rule");
+  return o;
+}
+
+/// The Python class of a weight store: built from values (init) or from_parts, read back as the
+/// restored or visible values, its parts and its size in bytes.
+template <class W, class Init>
+void bind_weights(py::module_& m, const char* name, Init init) {
+  py::class_<W>(m, name)
+      .def(init)
+      .def_property_readonly("size", [](const W& w) { return w.tensor.size(); })
+      .def_property_readonly("nbytes", &W::nbytes)
+      .def_property_readonly("generation", [](const W& w) { return w.tensor.generation(); })
+      .def("restore", &W::restore)
+      .def("visible", &W::visible)
+      .def("parts", &W::parts)
+      .def_static("from_parts", &W::from_parts);
+}
+
+template <class W>
+void bind_steps(py::module_& m) {
+  m.def("sgd_step", [](W& w, std::uintptr_t grads, std::size_t n, ms::sgd_state& s, double lr, double momentum,
+                       double dampening, double weight_decay, bool nesterov, bool maximize) {
+    const auto o = sgd_opts(lr, momentum, dampening, weight_decay, nesterov, maximize);
+    py::gil_scoped_release unlocked;
+    ms::sgd_step(w.tensor, span_at<const float>(grads, n), s, o);
+  });
+  m.def("adam_step", [](W& w, std::uintptr_t grads, std::size_t n, ms::adam_state& s, double lr, double beta1,
+                        double beta2, double eps, double weight_decay, bool decoupled, bool maximize, int first_moment) {
+    const auto o = adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first_moment);
+    py::gil_scoped_release unlocked;
+    ms::adam_step(w.tensor, span_at<const float>(grads, n), s, o);
+  });
+}
+
+}  // namespace
+
+void bind_storage(py::module_& m) {
+  m.attr("gecko_variant_names") = gecko_variant_names;
+  m.attr("split_mode_names") = split_mode_names;
+  m.attr("first_moment_names") = first_moment_names;
+  m.def("packed_words", [](std::size_t n, int bits) { return ms::packed_words(n, bits); });
+  m.def("pack", &pack_codes);
+  m.def("unpack", [](std::uintptr_t words, std::size_t nwords, int bits, std::size_t count, std::uintptr_t out) {
+    ms::unpack(span_at<const std::uint32_t>(words, nwords), bits, count, span_at<std::uint32_t>(out, count));
+  });
+
+  m.def("gecko_encoded_size", [](std::uintptr_t values, std::size_t n, int variant) {
+    const ms::gecko_size s = ms::gecko_encoded_size(span_at<const float>(values, n), to_variant(variant));
+    return py::make_tuple(s.bits, s.bytes);
+  });
+  m.def("gecko_encode_exponents", [](std::uintptr_t values, std::size_t n, int variant) {
+    return to_array(ms::gecko_encode_exponents(span_at<const float>(values, n), to_variant(variant)));
+  });
+  m.def("gecko_decode_exponents", [](std::uintptr_t buffer, std::size_t size, std::size_t count, int variant,
+                                     std::uintptr_t out) {
+    const ms::gecko_errc e = ms::gecko_decode_exponents(span_at<const std::uint8_t>(buffer, size), count,
+                                                        span_at<std::uint8_t>(out, count), to_variant(variant));
+    if (e != ms::gecko_errc::ok) gecko_failure(e);
+  });
+  m.def("gecko_encode_tensor", [](std::uintptr_t values, std::size_t n, int variant, int mantissa_bits,
+                                  const options_tuple& rounding, bool checksum) {
+    ms::gecko_tensor_options o{to_variant(variant), mantissa_bits, to_options(rounding)};
+    o.checksum = checksum;
+    return to_array(ms::gecko_encode_tensor(span_at<const float>(values, n), o));
+  });
+  m.def("gecko_tensor_header", [](std::uintptr_t buffer, std::size_t size) {
+    ms::gecko_tensor_header h;
+    if (const auto e = ms::gecko_read_tensor_header(span_at<const std::uint8_t>(buffer, size), h); e != ms::gecko_errc::ok)
+      gecko_failure(e);
+    return py::make_tuple(static_cast<int>(h.variant), h.mantissa_bits, h.count);
+  });
+  m.def("gecko_decode_tensor", [](std::uintptr_t buffer, std::size_t size, std::uintptr_t out, std::size_t n) {
+    if (const auto e = ms::gecko_decode_tensor(span_at<const std::uint8_t>(buffer, size), span_at<float>(out, n));
+        e != ms::gecko_errc::ok)
+      gecko_failure(e);
+  });
+
+  bind_weights<split_weights>(m, "SplitWeights",
+                              py::init<std::uintptr_t, std::size_t, const format_tuple&, int, int, std::uint64_t>());
+  bind_weights<low_weights>(m, "LowWeights", py::init<std::uintptr_t, std::size_t, const format_tuple&, int, std::uint64_t>());
+  py::class_<ms::sgd_state>(m, "SgdState")
+      .def(py::init<>())
+      .def_readonly("steps", &ms::sgd_state::steps)
+      .def_property_readonly("nbytes", [](const ms::sgd_state& s) { return s.momentum_buffer.size() * sizeof(float); })
+      .def("momentum_buffer", [](const ms::sgd_state& s) { return copy_of(s.momentum_buffer); })
+      .def("set", [](ms::sgd_state& s, std::uintptr_t buffer, std::size_t n, std::int64_t steps) {
+        s.momentum_buffer.assign(at<const float>(buffer), at<const float>(buffer) + n);
+        s.steps = steps;
+      });
+  py::class_<ms::adam_state>(m, "AdamState")
+      .def(py::init<>())
+      .def_readonly("steps", &ms::adam_state::steps)
+      .def_property_readonly("nbytes",
+                             [](const ms::adam_state& s) { return (s.exp_avg.size() + s.exp_avg_sq.size()) * sizeof(float); })
+      .def("exp_avg", [](const ms::adam_state& s) { return copy_of(s.exp_avg); })
+      .def("exp_avg_sq", [](const ms::adam_state& s) { return copy_of(s.exp_avg_sq); })
+      .def("set", [](ms::adam_state& s, std::uintptr_t exp_avg, std::uintptr_t exp_avg_sq, std::size_t n,
+                     std::int64_t steps) {
+        s.exp_avg.assign(at<const float>(exp_avg), at<const float>(exp_avg) + n);
+        s.exp_avg_sq.assign(at<const float>(exp_avg_sq), at<const float>(exp_avg_sq) + n);
+        s.steps = steps;
+      });
+  m.def("check_sgd", [](double lr, double momentum, double dampening, double weight_decay, bool nesterov, bool maximize) {
+    sgd_opts(lr, momentum, dampening, weight_decay, nesterov, maximize).validate();
+  });
+  m.def("check_adam", [](double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
+                         bool maximize, int first_moment) {
+    adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first_moment).validate();
+  });
+  bind_steps<split_weights>(m);
+  bind_steps<low_weights>(m);
+  // fp32 steps (the reference the tests compare the stored steps with)
+  m.def("sgd_step_fp32", [](std::uintptr_t params, std::uintptr_t grads, std::size_t n, ms::sgd_state& s, double lr,
+                            double momentum, double dampening, double weight_decay, bool nesterov, bool maximize) {
+    ms::sgd_step(span_at<float>(params, n), span_at<const float>(grads, n), s,
+                 sgd_opts(lr, momentum, dampening, weight_decay, nesterov, maximize));
+  });
+  m.def("adam_step_fp32", [](std::uintptr_t params, std::uintptr_t grads, std::size_t n, ms::adam_state& s, double lr,
+                             double beta1, double beta2, double eps, double weight_decay, bool decoupled, bool maximize,
+                             int first_moment) {
+    ms::adam_step(span_at<float>(params, n), span_at<const float>(grads, n), s,
+                  adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first_moment));
+  });
+}
+
+}  // namespace minifloat::python
