@@ -63,12 +63,13 @@ class site_hooks final : public nn::rounding_hooks {
   void round(const nn::tensor_site& s, std::span<float> values) override {
     mt::site& t = g_.at(site_of_.at(s.id));
     if (!t.enabled()) return;
-    if (threads_ < 2 || values.size() < parallel_threshold) {
+    const std::size_t unit = t.split_unit();  // block formats are cut only between whole blocks
+    if (threads_ < 2 || values.size() < parallel_threshold || unit == 0) {
       if (counting_) t.apply(values);
       else t.apply_uncounted(values);
       return;
     }
-    const std::size_t chunk = (values.size() + threads_ - 1) / threads_;
+    const std::size_t chunk = ((values.size() + threads_ - 1) / threads_ + unit - 1) / unit * unit;
     std::vector<minifloat::rounding_stats> local(threads_);
     auto work = [&](std::size_t c) {
       const std::size_t begin = c * chunk;

@@ -297,7 +297,7 @@ std::optional<config> parse_flags(int argc, char** argv) {
     }
   }
   examples::finish_weight_flags(c.weights);
-  if (c.weights.compute && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
+  if ((c.weights.compute || c.weights.compute_block) && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
   if (dynamic_flag_given && !is_dynamic(c.assignment))
     throw usage_error("--dc-* flags apply to --assignment qm-qe, qm-qe+gecko, bitwave and bitwave+gecko only");
   if (is_dynamic(c.assignment)) {
@@ -414,7 +414,7 @@ std::string step_row(const mt::graph& g, std::size_t epoch, std::uint64_t step, 
   for (std::size_t k = 0; k < n; ++k) {
     char buf[128];
     std::snprintf(buf, sizeof buf, "%s=%.3g", g.sites()[top[k]].name().c_str(), ratio(top[k]));
-    top_text += (k ? ";" : "") + std::string(buf);
+    (top_text += k ? ";" : "") += buf;  // not `(k ? ";" : "") + std::string(buf)`: a GCC 12 -Wrestrict false positive
   }
   char row[256];
   std::snprintf(row, sizeof row, "%zu,%llu,%.6g,%g,%d,%.6f,%.6g,", epoch, static_cast<unsigned long long>(step), batch_loss,
@@ -483,9 +483,9 @@ int run(const config& c) {
       break;
     }
     case assignment_kind::fixed: {
-      const minifloat::format f = c.weights.compute.value_or(examples::default_compute_format(c.weights.config));
+      const mt::format_pair f = examples::fixed_formats(c.weights);
       for (mt::site& s : g.sites()) {
-        s.set_formats({f, f});
+        s.set_formats(f);
         s.set_level(mt::precision::high);
       }
       break;
@@ -617,8 +617,8 @@ int run(const config& c) {
     for (std::size_t k = 0; k < std::min<std::size_t>(top.size(), 5); ++k) {
       char buf[128];
       std::snprintf(buf, sizeof buf, "%s=%.3g", g.sites()[top[k]].name().c_str(), max_overflow[top[k]]);
-      if (k < 3) top_text += (k ? " " : "") + std::string(buf);
-      top_csv += (k ? ";" : "") + std::string(buf);
+      if (k < 3) (top_text += k ? " " : "") += buf;
+      (top_csv += k ? ";" : "") += buf;
     }
     const double train_loss = loss_sum / static_cast<double>(seen);
     const double train_acc = static_cast<double>(correct) / static_cast<double>(seen);

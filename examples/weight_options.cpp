@@ -42,7 +42,8 @@ weights and update (docs/no-master-weights.md)
   --clip-global-norm N       scale all gradients to a joint L2 norm <= N (not with --fused-update)
   --format FMT               --assignment fixed: the format of every Y, GY, P and GP (default:
                              the visible format when 16 bits or wider, else fp16; fp16 with
-                             fp32-master)
+                             fp32-master); also a block format: mxfp8-e4m3, mxfp8-e5m2,
+                             mxfp6-e3m2, mxfp6-e2m3, mxfp4, mxint8 or nvfp4 (docs/formats.md §8)
   --memory-csv PATH          write the measured peak memory (total and by category) to PATH
 
 )";
@@ -82,6 +83,10 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
     } else
       throw flag_error(flag, "expects fp32-master, low-only, low+k or low+K, got '" + std::string(value) + "'");
   } else if (flag == "--visible") {
+    if (minifloat::find_block_format(value))
+      throw flag_error(flag, "cannot be a block format (" + std::string(value) +
+                                 "): the weight store keeps one code per weight, rounded chunk by chunk "
+                                 "(docs/no-master-weights.md); use it with --assignment fixed --format");
     c.visible = format_flag(flag, value);
     f.visible_given = true;
   } else if (flag == "--extra-bits") {
@@ -115,8 +120,11 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
   else if (flag == "--clip-global-norm") c.clip.global_norm = static_cast<float>(flags::positive(flag, value));
   else if (flag == "--format") {
     // Checked here, before any data loads: the sites round float to this format.
-    f.compute = format_flag(flag, value);
-    if (const std::string p = minifloat::source_problem<float>(*f.compute); !p.empty()) throw flag_error(flag, p);
+    if (const auto b = minifloat::find_block_format(value)) f.compute_block = b;
+    else {
+      f.compute = format_flag(flag, value);
+      if (const std::string p = minifloat::source_problem<float>(*f.compute); !p.empty()) throw flag_error(flag, p);
+    }
   }
   else if (flag == "--memory-csv") f.memory_csv = value;
   else return false;
@@ -137,6 +145,12 @@ void finish_weight_flags(weight_flags& f) {
                                 "use --clip-value or --clip-tensor-norm");
   if (f.adam_given && c.optimizer != optimizer_kind::adamw) throw std::invalid_argument("--betas applies to --optimizer adamw only");
   c.validate();
+}
+
+minifloat::training::format_pair fixed_formats(const weight_flags& f) {
+  if (f.compute_block) return minifloat::training::format_pair::blocks(*f.compute_block, *f.compute_block);
+  const minifloat::format g = f.compute.value_or(default_compute_format(f.config));
+  return {g, g};
 }
 
 minifloat::format default_compute_format(const weight_config& c) {

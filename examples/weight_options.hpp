@@ -8,7 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include <minifloat/block.hpp>
 #include <minifloat/format.hpp>
+#include <minifloat/training/site.hpp>
 #include <minifloat/storage/memory_ledger.hpp>
 
 #include "weight_storage.hpp"
@@ -18,6 +20,7 @@ namespace examples {
 struct weight_flags {
   weight_config config;
   std::optional<minifloat::format> compute;  ///< --format (only with --assignment fixed)
+  std::optional<minifloat::block_format> compute_block;  ///< --format given a block format (mxfp4, nvfp4, …)
   std::string memory_csv;
   // Which flags were given, for the checks across flags.
   bool visible_given = false, extra_given = false, split_given = false, policy_given = false;
@@ -42,6 +45,10 @@ void finish_weight_flags(weight_flags& f);
 /// when it is 16 bits or wider, else binary16 (the paper emulated fp8 on fp16); binary16 with
 /// an fp32 master copy (mixed precision).
 minifloat::format default_compute_format(const weight_config& c);
+
+/// The formats every site gets under `--assignment fixed`: --format's block format or format,
+/// else default_compute_format.
+minifloat::training::format_pair fixed_formats(const weight_flags& f);
 
 /// E.g. "low+8 fp16 truncate sgd fused(rollback)".
 std::string describe(const weight_config& c);

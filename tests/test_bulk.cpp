@@ -3,7 +3,7 @@
 //
 // Oracle: the scalar minifloat::round / encode / decode (themselves pinned to MPFR, F16C and
 // AVX512-BF16 by the other test programs), and for the statistics a direct count of the
-// definitions in stats.hpp and shared/reference-semantics.md §2 (overflow: |x| >=
+// definitions in stats.hpp and docs/semantics.md §2 (overflow: |x| >=
 // format.overflow_threshold() on the unrounded input, NaN and Inf included; underflow: a finite
 // nonzero input whose result is zero).
 #include <catch2/catch.hpp>
@@ -432,8 +432,11 @@ void bulk_matches_scalar_on_benchmark_data() {
   const std::size_t n = kSanitize ? 2000 : 20000;
   const mf::rounding modes[] = {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
                                 mf::rounding::stochastic};
+  std::vector<mf::format> all = formats();
+  for (const auto& f : {mf::e4m3fnuz, mf::e5m2fnuz, mf::e8m0, mf::e2m3, mf::e3m2, mf::e2m1, mf::int8_mx})
+    if (mf::source_problem<S>(f).empty()) all.push_back(f);
   std::size_t spans = 0;
-  for (const auto& f : formats())
+  for (const auto& f : all)
     for (const auto mode : modes)
       for (const auto pol : kPolicies)
         for (const bool wide : {false, true})
@@ -445,10 +448,11 @@ void bulk_matches_scalar_on_benchmark_data() {
             o.index = rng() % 1000;
             const std::vector<S> in = benchmark_like<S>(f, n, wide, sparse, rng);
             std::vector<S> want(n);
+            mf::rounding_stats want_stats;
             for (std::size_t i = 0; i < n; ++i) {
               mf::rounding_options oi = o;
               oi.index = o.index + i;
-              want[i] = mf::round(in[i], f, oi);
+              want[i] = mf::round(in[i], f, oi, want_stats);
             }
             std::vector<S> got(n), counted(n);
             mf::rounding_stats st;
@@ -464,10 +468,10 @@ void bulk_matches_scalar_on_benchmark_data() {
                                                          << (wide ? " wide" : " normal") << " sparse " << sparse);
             CHECK(bad == 0);
             CHECK(bad_counted == 0);
-            CHECK(st == hand_count(f, in, want));
+            CHECK(st == want_stats);
             ++spans;
           }
-  CHECK(spans == formats().size() * 4 * 2 * 2 * 3);
+  CHECK(spans == all.size() * 4 * 2 * 2 * 3);
 }
 
 }  // namespace

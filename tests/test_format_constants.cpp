@@ -2,7 +2,7 @@
 //
 // Oracles: the values below are the published ones (IEEE 754 binary16/binary32, Google's
 // bfloat16, OCP FP8 v1.0 E4M3/E5M2, and the precision-assignment paper's fp(e,m,b) table in
-// shared/reference-semantics.md §1), written as literals, not derived from the library.
+// docs/semantics.md §1), written as literals, not derived from the library.
 #include <catch2/catch.hpp>
 
 #include <cfloat>
@@ -24,7 +24,7 @@ struct published {
   double min_normal;
   double min_subnormal;
   double epsilon;
-  double overflow_threshold;  // max finite + half an ulp of the top binade (reference-semantics §2)
+  double overflow_threshold;  // max finite + half an ulp of the top binade (docs/semantics.md §2)
   bool has_inf;
   bool has_nan;
 };
@@ -106,7 +106,7 @@ TEST_CASE("overflow_threshold is the rounding midpoint above the largest finite 
     INFO(p.name);
     CHECK(p.fmt.overflow_threshold() == p.overflow_threshold);
   }
-  // reference-semantics §2: 2^emax * (2 - 2^(-m-1)) for the paper formats.
+  // docs/semantics.md §2: 2^emax * (2 - 2^(-m-1)) for the paper formats.
   CHECK(mf::fp_4_3_4.overflow_threshold() == 0x1p4 * (2.0 - 0x1p-4));
   CHECK(mf::fp_5_2_0.overflow_threshold() == 0x1p16 * (2.0 - 0x1p-3));
   CHECK(mf::fp_6_9_0.overflow_threshold() == 0x1p32 * (2.0 - 0x1p-10));
@@ -135,7 +135,7 @@ TEST_CASE("named formats have the published field layout and exponent range", "[
   CHECK(mf::fp_5_2_0.exponent_bias == 15);
   CHECK(mf::fp_6_9_0.exponent_bias == 31);
   CHECK(mf::fp_4_3_4.encoding == mf::specials::all_finite);
-  // emax / emin from reference-semantics §1: emax = 2^(e-1) - b, emin = 2 - 2^(e-1) - b.
+  // emax / emin from docs/semantics.md §1: emax = 2^(e-1) - b, emin = 2 - 2^(e-1) - b.
   CHECK(mf::fp_4_3_4.emax() == 4);
   CHECK(mf::fp_4_3_4.emin() == -10);
   CHECK(mf::fp_5_2_0.emax() == 16);

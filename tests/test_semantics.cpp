@@ -1,7 +1,7 @@
 // Hand-checked semantics, one rule per test case, named by the behaviour it pins down.
 //
 // Every expected value here was worked out by hand from the formats' definitions (IEEE 754,
-// OCP FP8 v1.0, shared/reference-semantics.md §1-2) and the rules in round.hpp's header; hex
+// OCP FP8 v1.0, docs/semantics.md §1-2) and the rules in round.hpp's header; hex
 // float literals keep them exact. A few cases are also checked against QPyTorch's published
 // "nearest" algorithm (add half a step to the bit pattern, then truncate).
 #include <catch2/catch.hpp>
@@ -190,7 +190,7 @@ TEST_CASE("NaN in gives NaN out in every mode, policy, encoding and source type 
           mf::rounding_stats st;
           CHECK(std::isnan(mf::round(x, f, o, st)));
           CHECK(st.nans == 1);
-          CHECK(st.overflows == 1);  // reference-semantics §2: NaN counts as an overflow
+          CHECK(st.overflows == 1);  // docs/semantics.md §2: NaN counts as an overflow
         }
         for (double x : nans_d) {
           const double r = mf::round(x, f, o);
@@ -397,7 +397,7 @@ TEST_CASE("Inf into e4m3 encodes as the NaN code 0x7f / 0xff under overflow::inf
 }
 
 TEST_CASE("stats count overflows on the unrounded input against the overflow threshold", "[semantics][stats]") {
-  // reference-semantics §2: |t| >= 2^emax * (2 - 2^(-m-1)) overflows, whatever the rounding does.
+  // docs/semantics.md §2: |t| >= 2^emax * (2 - 2^(-m-1)) overflows, whatever the rounding does.
   mf::rounding_stats st;
   const auto tz = opts(rounding::toward_zero);
   for (float x : {30.9f, 31.0f, -31.0f, 1000.0f, 30.0f, -29.0f}) (void)mf::round(x, mf::fp_4_3_4, tz, st);

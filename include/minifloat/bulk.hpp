@@ -134,13 +134,13 @@ template <>
 inline constexpr bool float_add_form<simd_t<std::uint32_t>> = sizeof(simd_t<std::uint32_t>) == 64;
 
 /// The plans float_add_rounding serves: at least two dropped bits (x + C stays in C's binade),
-/// C finite for every clamped binade, a half step of at least 2^-126 (see above), and no
-/// onto_values flushing.
+/// C finite for every clamped binade, a half step of at least 2^-126 (see above), no
+/// onto_values flushing, and not E8M0 (unsigned_exponent: its zero and negative inputs are NaN).
 inline bool float_add_applies(const rounding_plan<float>& p) {
   constexpr std::uint32_t P = 23;
   const std::uint32_t emax_field = p.max_bits >> P;
   return p.d_normal >= 2 && emax_field + 1 + p.d_normal <= 254 && p.emin_field >= 2 + (P - p.d_normal) &&
-         p.subnormal_drop == 0;
+         p.subnormal_drop == 0 && !p.positive_only;
 }
 
 template <rounding Mode>
@@ -177,8 +177,10 @@ template <rounding Mode>
   }
   V result;
   std::memcpy(&result, &rounded, 64);
-  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
+  // The core's last steps (round_bits), on the same plan fields.
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero + p.underflow_bits, result);
   result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  if (p.unsigned_zero) return result | select(result == zero, zero, sign);
   return result | sign;
 }
 #endif

@@ -6,6 +6,8 @@
 // sign | exponent field | mantissa field in the low 1 + E + M bits of a std::uint64_t.
 // Values without a code: NaN in an all_finite format, ±Inf in an all_finite format. ±Inf in a
 // nan_only format (OCP E4M3) encodes as NaN, as the OCP FP8 specification does.
+// fnuz: every NaN encodes as the -0 code (sign bit only). E8M0 codes have no sign bit: the code
+// is the exponent field alone (0 = 2^-127), 0xFF NaN.
 #pragma once
 
 #include <bit>
@@ -33,6 +35,7 @@ using bits_t = typename source_layout<S>::bits;
 
 MINIFLOAT_HD constexpr std::uint64_t nan_code(const format& f) {
   const std::uint64_t top = (std::uint64_t{1} << f.exponent_bits) - 1;
+  if (f.encoding == specials::fnuz) return std::uint64_t{1} << (f.exponent_bits + f.mantissa_bits);  // the -0 code
   return f.encoding == specials::ieee ? (top << f.mantissa_bits) | (std::uint64_t{1} << (f.mantissa_bits - 1))
                                       : (top << f.mantissa_bits) | ((std::uint64_t{1} << f.mantissa_bits) - 1);
 }
@@ -51,7 +54,10 @@ struct codec_plan {
   bits subnormal_to_normal = 0;  ///< added to a subnormal mantissa's own float bits (see value_lanes)
   bits subnormal_shift = 0;      ///< subnormal mantissa -> source subnormal bits
   bits tiny_mantissa = 0;        ///< subnormal mantissas below this are source subnormals
-  bool ieee = true, nan_only = false;
+  bits sign_keep = 0;            ///< the code's sign bit, 0 for formats without one (E8M0)
+  bool ieee = true, nan_only = false;  ///< nan_only: the all-ones magnitude is NaN (OCP E4M3, E8M0)
+  bool fnuz = false;             ///< the -0 code is NaN
+  bool zero_exponent_normal = false;  ///< exponent field 0 is a normal binade (E8M0: no zero, no subnormals)
 };
 
 template <std::floating_point S>
@@ -79,7 +85,13 @@ MINIFLOAT_HD constexpr codec_plan<S> make_codec_plan(const format& f) {
   // Only used when some subnormal codes are S subnormals; then the shift is below P.
   c.subnormal_shift = tiny_log <= 0 ? 0 : static_cast<bits>(static_cast<int>(c.shift) + static_cast<int>(c.emin_field) - 1);
   c.ieee = f.encoding == specials::ieee;
-  c.nan_only = f.encoding == specials::nan_only;
+  c.nan_only = f.encoding == specials::nan_only || f.encoding == specials::unsigned_exponent;
+  c.fnuz = f.encoding == specials::fnuz;
+  c.zero_exponent_normal = f.encoding == specials::unsigned_exponent;
+  c.sign_keep = f.has_sign() ? c.code_mask + 1 : 0;
+  // E8M0: code 0 is 2^emin itself, so the layout change treats 2^emin like a subnormal whose
+  // significand (the implicit bit) is shifted out, and every binade above gets a code one lower.
+  if (c.zero_exponent_normal) c.emin_field += 1;
   return c;
 }
 
@@ -102,7 +114,7 @@ constexpr L code_lanes(const codec_plan<S>& c, L rb) {
   const L code = ((lane_max(e, zero + c.emin_field) - c.emin_field) << static_cast<int>(c.mantissa_bits)) +
                  (significand >> drop);
   const L special = select(a > src::inf_bits, zero + c.nan_code, zero + c.inf_code);
-  return select(a >= src::inf_bits, special, code) | sign;
+  return select(a >= src::inf_bits, special, code) | (sign & c.sign_keep);
 }
 
 /// Source bits of the values codes stand for, for a scalar or a SIMD register; `float_bits`
@@ -112,12 +124,13 @@ constexpr L value_lanes(const codec_plan<S>& c, L code, ToFloatBits float_bits) 
   using src = source_layout<S>;
   const L zero{};
   const L magnitude = code & c.code_mask;
-  const L sign = (code & (c.code_mask + 1)) << static_cast<int>(c.sign_shift);
+  const L sign = (code & c.sign_keep) << static_cast<int>(c.sign_shift);
   const L exponent = magnitude >> static_cast<int>(c.mantissa_bits);
   const L normal = (magnitude << static_cast<int>(c.shift)) + c.exponent_offset;
   const L subnormal = select(magnitude < c.tiny_mantissa, magnitude << static_cast<int>(c.subnormal_shift),
                              float_bits(magnitude) + c.subnormal_to_normal);
   L result = select(exponent == zero, select(magnitude == zero, zero, subnormal), normal);
+  if (c.zero_exponent_normal) result = normal;
   const L quiet_nan = zero + (src::inf_bits | src::quiet_bit);
   if (c.ieee) {
     const L mantissa = magnitude & ((bits_t<S>{1} << static_cast<int>(c.mantissa_bits)) - 1);
@@ -125,6 +138,8 @@ constexpr L value_lanes(const codec_plan<S>& c, L code, ToFloatBits float_bits) 
     result = select(exponent == c.top_exponent, special, result);
   } else if (c.nan_only) {
     result = select(magnitude == c.code_mask, quiet_nan, result);
+  } else if (c.fnuz) {
+    result = select((code & (c.code_mask | c.sign_keep)) == c.sign_keep, quiet_nan, result);
   }
   return result | sign;
 }
@@ -177,6 +192,9 @@ MINIFLOAT_HD S decode(std::uint64_t code, const format& f) {
 #if defined(__CUDA_ARCH__)
   if (!fits_source<S>(f)) __trap();
 #else
+  // Every E8M0 value is a float (2^-127 a subnormal) though float cannot round to E8M0: via double.
+  if (sizeof(S) == 4 && f.encoding == specials::unsigned_exponent && source_problem<double>(f).empty())
+    return static_cast<S>(std::bit_cast<double>(detail::bits_of_code<double>(f, code)));
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
 #endif
   return std::bit_cast<S>(detail::bits_of_code<S>(f, code));

@@ -3,7 +3,7 @@
 // A format is a sign bit, E exponent bits, M mantissa bits, an integer exponent bias,
 // subnormals on or off, and one of three encodings of the special values.
 // The papers' fp(e, m, b) with an "additional bias" b follow
-// shared/reference-semantics.md §1 (precision-assignment paper, §3 and its reference code):
+// docs/semantics.md §1 (precision-assignment paper, §3 and its reference code):
 // bias = 2^(e-1) - 1 + b and no code is reserved for Inf or NaN. That notation has its own
 // spelling everywhere — paper_format(e, m, b), paper_fp<e, m, b>, "paper_fp(e,m,b)" — so that
 // it cannot be mistaken for fp<E, M, Bias> (whole bias, IEEE specials).
@@ -25,6 +25,8 @@ enum class specials : std::uint8_t {
   ieee,        ///< top exponent code = Inf (mantissa 0) and NaN (mantissa != 0): binary16, e5m2
   nan_only,    ///< OCP E4M3 style: no Inf; only S.1...1.1...1 is NaN, the rest of the top binade is finite
   all_finite,  ///< every code is a number (the papers' fp(e,m,b)): no Inf, no NaN
+  fnuz,        ///< "finite, NaN, unsigned zero" (e4m3fnuz, e5m2fnuz): no Inf, no -0; the -0 code is the one NaN
+  unsigned_exponent,  ///< OCP E8M0: no sign bit, no zero; every exponent field is 2^(field - bias), all ones is NaN
 };
 
 /// A format descriptor; an aggregate usable as a template argument (see fp.hpp).
@@ -37,15 +39,20 @@ struct format {
 
   friend constexpr bool operator==(const format&, const format&) = default;
 
-  MINIFLOAT_HD constexpr int bit_width() const { return 1 + exponent_bits + mantissa_bits; }
+  MINIFLOAT_HD constexpr int bit_width() const { return (has_sign() ? 1 : 0) + exponent_bits + mantissa_bits; }
+  /// False for unsigned_exponent (E8M0), whose codes have no sign bit.
+  MINIFLOAT_HD constexpr bool has_sign() const { return encoding != specials::unsigned_exponent; }
   /// Largest exponent field that encodes finite numbers.
   MINIFLOAT_HD constexpr int max_exponent_field() const {
     const int top = (1 << exponent_bits) - 1;
-    return encoding == specials::ieee ? top - 1 : top;
+    return encoding == specials::ieee || encoding == specials::unsigned_exponent ? top - 1 : top;
   }
   /// Unbiased exponent of the largest binade (emax) and of the smallest normal binade (emin).
   MINIFLOAT_HD constexpr int emax() const { return max_exponent_field() - exponent_bias; }
-  MINIFLOAT_HD constexpr int emin() const { return 1 - exponent_bias; }
+  /// unsigned_exponent has no zero or subnormals: its exponent field 0 is the binade 2^-bias.
+  MINIFLOAT_HD constexpr int emin() const {
+    return encoding == specials::unsigned_exponent ? -exponent_bias : 1 - exponent_bias;
+  }
   /// Mantissa field of the largest finite value (one below all-ones for nan_only).
   MINIFLOAT_HD constexpr std::uint64_t max_mantissa_field() const {
     const std::uint64_t ones = (std::uint64_t{1} << mantissa_bits) - 1;
@@ -65,7 +72,7 @@ struct format {
   }
   MINIFLOAT_HD constexpr double min_subnormal() const { return exp2i(emin() - mantissa_bits); }
   MINIFLOAT_HD constexpr double epsilon() const { return exp2i(-mantissa_bits); }
-  /// Inputs with |x| >= this overflow (reference-semantics §2): the midpoint between the largest
+  /// Inputs with |x| >= this overflow (docs/semantics.md §2): the midpoint between the largest
   /// finite value and the next value the format would have with one more binade.
   MINIFLOAT_HD constexpr double overflow_threshold() const {
     return max_finite() + exp2i(emax() - mantissa_bits - 1);
@@ -83,9 +90,13 @@ struct format {
       return "mantissa_bits = 0 leaves an ieee encoding no NaN code";
     if (encoding == specials::nan_only && mantissa_bits < 1)
       return "mantissa_bits = 0 leaves a nan_only encoding no finite value in its top binade";
+    if (encoding == specials::unsigned_exponent && (mantissa_bits != 0 || subnormals))
+      return "mantissa_bits = " + std::to_string(mantissa_bits) +
+             " and subnormals must be 0 and false for an unsigned_exponent encoding";
     // In 64 bits: a hostile bias (INT_MIN, INT_MAX) must not overflow emin/emax.
     const long long bias = exponent_bias;
-    if (static_cast<long long>(max_exponent_field()) - bias > 1023 || 1 - bias < -1022)
+    const long long emin_field = encoding == specials::unsigned_exponent ? 0 : 1;
+    if (static_cast<long long>(max_exponent_field()) - bias > 1023 || emin_field - bias < -1022)
       return "exponent_bias = " + std::to_string(exponent_bias) +
              " puts the range outside what double can hold";
     return {};
@@ -123,6 +134,18 @@ inline constexpr format binary16 = ieee_format(5, 10);
 inline constexpr format bfloat16 = ieee_format(8, 7);
 inline constexpr format e5m2 = ieee_format(5, 2);                        ///< OCP FP8 E5M2, max 57344
 inline constexpr format e4m3 = format{4, 3, 7, true, specials::nan_only};  ///< OCP FP8 E4M3, max 448
+/// fnuz variants (no Inf, no -0, NaN = 0x80): the bias is one above OCP's. Max 240 and 57344.
+inline constexpr format e4m3fnuz = format{4, 3, 8, true, specials::fnuz};
+inline constexpr format e5m2fnuz = format{5, 2, 16, true, specials::fnuz};
+/// OCP MX v1.0 scale and element formats: E8M0 (2^-127..2^127, 0xFF NaN), FP6 E2M3 (max 7.5),
+/// FP6 E3M2 (max 28), FP4 E2M1 (max 6); the FP6/FP4 element formats have no Inf or NaN.
+inline constexpr format e8m0 = format{8, 0, 127, false, specials::unsigned_exponent};
+inline constexpr format e2m3 = format{2, 3, 1, true, specials::all_finite};
+inline constexpr format e3m2 = format{3, 2, 3, true, specials::all_finite};
+inline constexpr format e2m1 = format{2, 1, 1, true, specials::all_finite};
+/// MXINT8's element as a minifloat: sign-magnitude k * 2^-6, |k| <= 127 (a 1-bit exponent with
+/// bias 1 makes both binades spaced 2^-6). Its storage code is the two's-complement k (block.hpp).
+inline constexpr format int8_mx = format{1, 6, 1, true, specials::all_finite};
 inline constexpr format fp_6_9_0 = paper_format(6, 9, 0);  ///< 16-bit "high" of the precision-assignment paper
 inline constexpr format fp_4_3_4 = paper_format(4, 3, 4);  ///< 8-bit forward "low" (HFP8 1-4-3, bias 11)
 inline constexpr format fp_5_2_0 = paper_format(5, 2, 0);  ///< 8-bit backward "low"
@@ -133,17 +156,21 @@ inline const char* to_string(specials e) {
     case specials::ieee: return "ieee";
     case specials::nan_only: return "nan_only";
     case specials::all_finite: return "all_finite";
+    case specials::fnuz: return "fnuz";
+    case specials::unsigned_exponent: return "unsigned_exponent";
   }
   return "?";
 }
 
 /// A name parse_format (format_name.hpp) reads back to the same format: the named formats by
-/// name (binary32, binary16, bfloat16, e4m3, e5m2), every all_finite format with subnormals in
+/// name (binary32, binary16, bfloat16, e4m3, e5m2, the fnuz, E8M0 and MX element formats), every all_finite format with subnormals in
 /// the papers' notation "paper_fp(e,m,b)", anything else as "ENCODING(E,M,bias=B)" with
 /// ",no_subnormals" inside the parentheses when subnormals are off.
 inline std::string to_string(const format& f) {
   const std::pair<const char*, format> named[] = {
-      {"binary32", binary32}, {"binary16", binary16}, {"bfloat16", bfloat16}, {"e4m3", e4m3}, {"e5m2", e5m2}};
+      {"binary32", binary32}, {"binary16", binary16}, {"bfloat16", bfloat16}, {"e4m3", e4m3},
+      {"e5m2", e5m2},         {"e4m3fnuz", e4m3fnuz}, {"e5m2fnuz", e5m2fnuz}, {"e8m0", e8m0},
+      {"e2m3", e2m3},         {"e3m2", e3m2},         {"e2m1", e2m1},         {"int8_mx", int8_mx}};
   for (const auto& [name, g] : named)
     if (f == g) return name;
   const std::string e = std::to_string(f.exponent_bits), m = std::to_string(f.mantissa_bits);

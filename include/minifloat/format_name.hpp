@@ -2,12 +2,14 @@
 // files; the inverse of to_string(format) (format.hpp). docs/formats.md §1 has the table.
 //
 // Accepted (case-sensitive, no spaces):
-//  - fp32 | binary32, fp16 | binary16 | half, bf16 | bfloat16, e4m3, e5m2;
+//  - fp32 | binary32, fp16 | binary16 | half, bf16 | bfloat16, e4m3, e5m2, e4m3fnuz, e5m2fnuz,
+//    e8m0, e2m3, e3m2, e2m1, int8_mx (format.hpp);
 //  - paper_fp(e,m,b): the papers' fp(e,m,b) (format.hpp's paper_format): bias 2^(e-1) - 1 + b,
 //    subnormals, every code finite. `fp(e,m,b)` is read the same way, for the command lines and
 //    scripts written before the paper notation got its own name;
-//  - ieee(E,M,bias=B), nan_only(E,M,bias=B), all_finite(E,M,bias=B): any format with its whole
-//    bias, optionally ",no_subnormals" before the closing parenthesis.
+//  - ieee(E,M,bias=B), nan_only(E,M,bias=B), all_finite(E,M,bias=B), fnuz(E,M,bias=B),
+//    unsigned_exponent(E,M,bias=B): any format with its whole bias, optionally ",no_subnormals"
+//    before the closing parenthesis.
 // Anything else, or a name of an invalid format, throws std::invalid_argument naming the text and
 // the field. Every field is range-checked before any arithmetic, so hostile numbers (INT_MAX,
 // INT_MIN, 30-digit integers) are rejected instead of overflowing.
@@ -27,7 +29,7 @@ namespace minifloat {
 
 namespace detail {
 
-inline constexpr std::array<std::pair<std::string_view, format>, 9> named_formats{{
+inline constexpr std::array<std::pair<std::string_view, format>, 16> named_formats{{
     {"fp32", binary32},
     {"binary32", binary32},
     {"fp16", binary16},
@@ -37,6 +39,13 @@ inline constexpr std::array<std::pair<std::string_view, format>, 9> named_format
     {"bfloat16", bfloat16},
     {"e4m3", e4m3},
     {"e5m2", e5m2},
+    {"e4m3fnuz", e4m3fnuz},
+    {"e5m2fnuz", e5m2fnuz},
+    {"e8m0", e8m0},
+    {"e2m3", e2m3},
+    {"e3m2", e3m2},
+    {"e2m1", e2m1},
+    {"int8_mx", int8_mx},
 }};
 
 /// Reads the integer at the front of `text` into `out` and drops it; false when there is none or
@@ -105,10 +114,13 @@ inline format parse_format(std::string_view text) {
   if (detail::read_token(rest, "ieee(")) encoding = specials::ieee;
   else if (detail::read_token(rest, "nan_only(")) encoding = specials::nan_only;
   else if (detail::read_token(rest, "all_finite(")) encoding = specials::all_finite;
+  else if (detail::read_token(rest, "fnuz(")) encoding = specials::fnuz;
+  else if (detail::read_token(rest, "unsigned_exponent(")) encoding = specials::unsigned_exponent;
   else
     throw fail(
-        "is not a format name (fp32, fp16, bf16, e4m3, e5m2, paper_fp(e,m,b), ieee(E,M,bias=B), "
-        "nan_only(E,M,bias=B) or all_finite(E,M,bias=B))");
+        "is not a format name (fp32, fp16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0, e2m3, e3m2, e2m1, "
+        "int8_mx, paper_fp(e,m,b), ieee(E,M,bias=B), nan_only(E,M,bias=B), all_finite(E,M,bias=B), "
+        "fnuz(E,M,bias=B) or unsigned_exponent(E,M,bias=B))");
   int bias = 0;
   exponent_and_mantissa("E", "M");
   field("B", "bias=", bias);

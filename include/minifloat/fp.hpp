@@ -90,6 +90,8 @@ class basic_fp {
                 "minifloat::fp: an ieee encoding needs mantissa_bits >= 1 (for a NaN code)");
   static_assert(!(F.encoding == specials::nan_only && F.mantissa_bits < 1),
                 "minifloat::fp: a nan_only encoding needs mantissa_bits >= 1");
+  static_assert(!(F.encoding == specials::unsigned_exponent && (F.mantissa_bits != 0 || F.subnormals)),
+                "minifloat::fp: an unsigned_exponent encoding needs mantissa_bits = 0 and no subnormals");
   static_assert(fits_source<double>(F), "minifloat::fp: exponent_bias puts the format's range outside double's");
 
  public:
@@ -162,7 +164,13 @@ class basic_fp {
   MINIFLOAT_HD friend constexpr basic_fp operator*(basic_fp a, basic_fp b) { return basic_fp(a.value() * b.value()); }
   MINIFLOAT_HD friend constexpr basic_fp operator/(basic_fp a, basic_fp b) { return basic_fp(a.value() / b.value()); }
   MINIFLOAT_HD friend constexpr basic_fp operator-(basic_fp a) {
-    return from_bits(static_cast<storage_type>(a.code_ ^ sign_bit));  // exact: every format is sign-symmetric
+    if constexpr (!F.has_sign()) {
+      return basic_fp(-a.value());  // E8M0 has no negative values: NaN
+    } else if constexpr (F.encoding == specials::fnuz) {
+      return (a.code_ & ~sign_bit) == 0 ? a : from_bits(static_cast<storage_type>(a.code_ ^ sign_bit));  // 0 and NaN stay
+    } else {
+      return from_bits(static_cast<storage_type>(a.code_ ^ sign_bit));  // exact: every format is sign-symmetric
+    }
   }
   MINIFLOAT_HD friend constexpr basic_fp operator+(basic_fp a) { return a; }
   MINIFLOAT_HD constexpr basic_fp& operator+=(basic_fp b) { return *this = *this + b; }
@@ -252,6 +260,12 @@ using e4m3_t = basic_fp<e4m3>;
 using fp_6_9_0_t = basic_fp<fp_6_9_0>;
 using fp_4_3_4_t = basic_fp<fp_4_3_4>;
 using fp_5_2_0_t = basic_fp<fp_5_2_0>;
+using e4m3fnuz_t = basic_fp<e4m3fnuz>;
+using e5m2fnuz_t = basic_fp<e5m2fnuz>;
+using e8m0_t = basic_fp<e8m0>;
+using e2m3_t = basic_fp<e2m3>;
+using e3m2_t = basic_fp<e3m2>;
+using e2m1_t = basic_fp<e2m1>;
 
 }  // namespace minifloat
 
@@ -275,7 +289,7 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
 
  public:
   static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
+  static constexpr bool is_signed = F.has_sign();
   static constexpr bool is_integer = false;
   static constexpr bool is_exact = false;
   static constexpr bool has_infinity = F.has_infinity();
@@ -298,9 +312,9 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
 
-  static constexpr T min() noexcept { return T::from_bits(code(1, 0)); }
+  static constexpr T min() noexcept { return T::from_bits(code(F.encoding == minifloat::specials::unsigned_exponent ? 0 : 1, 0)); }
   static constexpr T max() noexcept { return T::from_bits(code(static_cast<std::uint64_t>(F.max_exponent_field()), F.max_mantissa_field())); }
-  static constexpr T lowest() noexcept { return -max(); }
+  static constexpr T lowest() noexcept { return F.has_sign() ? -max() : min(); }
   /// The distance from 1 to the next larger value of the format, rounded to the format; where
   /// every finite value is below 1, the spacing of the top binade (there is no value above 1).
   static constexpr T epsilon() noexcept {

@@ -1,6 +1,7 @@
 // minifloat/minifloat.hpp — everything of the core layer in one include.
 #pragma once
 
+#include "block.hpp"
 #include "bulk.hpp"
 #include "encode.hpp"
 #include "format.hpp"

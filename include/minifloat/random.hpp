@@ -2,7 +2,7 @@
 //
 // A draw is a keyed hash of (seed, element index): no state advances, so a result depends only
 // on (seed, index, value) and never on chunking, thread count or call order
-// (mixed-precision-training.md Appendix A uses stochastic rounding; reproducibility is ours).
+// (the mixed-precision paper's Appendix A (Micikevicius et al., ICLR 2018, arXiv:1710.03740) uses stochastic rounding; reproducibility is ours).
 // The 32-bit draw is a SplitMix-style Weyl sequence over the low index word, finalised by the
 // MurmurHash3 32-bit mixer, keyed per seed and high index word by the SplitMix64 mixer. It is
 // not cryptographic; it is uniform over each 2^32 block of indices (a bijection of the index).

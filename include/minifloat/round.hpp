@@ -5,7 +5,7 @@
 // Semantics (docs/formats.md states them with examples):
 //  - nearest_even (default), nearest_away (QPyTorch's and the precision-assignment paper's
 //    "nearest"), toward_zero (truncation), stochastic: round away from zero with probability
-//    (|x| - down) / (up - down) (the corrected form of mixed-precision-training.md Appendix A),
+//    (|x| - down) / (up - down) (the corrected form of the mixed-precision paper's Appendix A (Micikevicius et al., ICLR 2018, arXiv:1710.03740)),
 //    toward_positive / toward_negative (IEEE 754 roundTowardPositive / Negative), and to_odd
 //    (truncate, then set the last kept bit when anything was dropped: rounding to odd at
 //    p + 2 bits and then to p bits equals one rounding, Boldo & Melquiond 2008);
@@ -15,11 +15,14 @@
 //    (flush_mode::onto_values);
 //  - a finite result beyond the largest finite value becomes ±max (overflow::saturate) or, under
 //    overflow::infinity, ±Inf for ieee and all_finite formats (all_finite: an emulation-level
-//    signal for loss scaling) and NaN for nan_only formats (OCP E4M3 has no Inf). toward_zero and
-//    to_odd never leave the finite range, and the directed modes do not in the direction they
-//    round away from (IEEE 754);
-//  - ±Inf input gives ±Inf (NaN for nan_only) or ±max per policy; NaN input gives NaN (sign and
-//    payload kept, quiet bit set); signed zero is kept.
+//    signal for loss scaling) and NaN for the formats that have a NaN but no Inf (nan_only such as
+//    OCP E4M3, fnuz, E8M0). toward_zero and to_odd never leave the finite range, and the directed
+//    modes do not in the direction they round away from (IEEE 754);
+//  - ±Inf input gives ±Inf (NaN where the format has NaN but no Inf) or ±max per policy; NaN input
+//    gives NaN (sign and payload kept, quiet bit set); signed zero is kept;
+//  - fnuz formats have no -0 (a zero result is +0) and E8M0 (unsigned_exponent) no zero and no
+//    sign (zero and negative inputs give NaN, tiny positive ones its smallest value, whatever the
+//    flush mode: E8M0 has no zero to flush to).
 // The result is returned in the source type; encode/decode convert to and from bit codes.
 #pragma once
 
@@ -125,6 +128,9 @@ struct rounding_plan {
   bits plain_half = 0;        ///< half a step: nearest_away's addend
   bits plain_keep = 0;        ///< clears the dropped bits
   bits plain_below = 0;       ///< the dropped bits (a step minus one)
+  bits underflow_bits = 0;    ///< result below flush_below_bits: 0, or the smallest value (unsigned_exponent)
+  bool unsigned_zero = false; ///< fnuz: a zero result is +0 (the -0 code is NaN)
+  bool positive_only = false; ///< unsigned_exponent: zero and negative inputs give NaN
 };
 
 /// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
@@ -139,7 +145,8 @@ MINIFLOAT_HD constexpr bool fits_source(const format& f) {
   return f.exponent_bits >= 1 && f.exponent_bits <= 11 && f.mantissa_bits >= 0 &&
          f.mantissa_bits <= src::mantissa_bits && f.emax() <= src::emax && f.emin() >= src::emin &&
          !(f.encoding == specials::ieee && (f.exponent_bits < 2 || f.mantissa_bits < 1)) &&
-         !(f.encoding == specials::nan_only && f.mantissa_bits < 1);
+         !(f.encoding == specials::nan_only && f.mantissa_bits < 1) &&
+         !(f.encoding == specials::unsigned_exponent && (f.mantissa_bits != 0 || f.subnormals));
 }
 
 namespace detail {
@@ -160,13 +167,17 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   // next source value already lies beyond it.
   p.threshold_bits = shift > 0 ? p.max_bits + (bits{1} << (shift - 1)) : p.max_bits + 1;
   const bool saturate = o.on_overflow == overflow::saturate;
-  // A format without Inf but with NaN (OCP E4M3) signals overflow with NaN, as OCP's
-  // non-saturating conversion does; all_finite formats keep the emulation-level Inf.
-  const bits infinity_bits = f.encoding == specials::nan_only ? (src::inf_bits | src::quiet_bit) : src::inf_bits;
+  // A format with NaN but without Inf (OCP E4M3, fnuz, E8M0) signals overflow with NaN, as the
+  // specs' non-saturating conversions do; all_finite formats keep the emulation-level Inf.
+  const bool nan_for_inf = f.encoding == specials::nan_only || f.encoding == specials::fnuz ||
+                           f.encoding == specials::unsigned_exponent;
+  const bits infinity_bits = nan_for_inf ? (src::inf_bits | src::quiet_bit) : src::inf_bits;
   const bool stays_finite = o.mode == rounding::toward_zero || o.mode == rounding::to_odd;
   p.overflow_bits = (saturate || stays_finite) ? p.max_bits : infinity_bits;
   p.inf_result_bits = saturate ? p.max_bits : infinity_bits;
-  const bool onto_values = !f.subnormals && o.flush == flush_mode::onto_values;
+  // E8M0 has no zero: its tiny values always go to its smallest value (underflow_bits below).
+  const bool onto_values =
+      !f.subnormals && o.flush == flush_mode::onto_values && f.encoding != specials::unsigned_exponent;
   p.flush_below_bits = f.subnormals || onto_values ? 0 : p.emin_field << src::mantissa_bits;
   p.subnormal_drop = onto_values ? static_cast<bits>(f.mantissa_bits) : 0;
   // The smallest positive value: of the format, or of its subnormals when they are flushed after rounding.
@@ -182,6 +193,9 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   p.plain_odd_mask = shift == 0 ? 0 : 1;
   p.plain_keep = ~(step - 1);
   p.plain_below = step - 1;
+  p.unsigned_zero = f.encoding == specials::fnuz;
+  p.positive_only = f.encoding == specials::unsigned_exponent;
+  p.underflow_bits = p.positive_only ? p.flush_below_bits : 0;
   return p;
 }
 }  // namespace detail
@@ -256,6 +270,7 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     if constexpr (Mode == rounding::stochastic || Mode == rounding::to_odd || Mode == rounding::toward_positive ||
                   Mode == rounding::toward_negative)
       r = select((r << 1) > (p.max_bits << 1), (r & src::sign_mask) | p.overflow_bits, r);
+    if (p.unsigned_zero) r = select(r == src::sign_mask, zero, r);
     return r;
   }
   const L one = zero + 1;
@@ -312,7 +327,7 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     // Beyond P + 1 dropped bits the one step up is the format's smallest positive value.
     result = select(drop > bits{P + 1}, round_up & p.denorm_min_bits, result);
   }
-  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero, result);
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero + p.underflow_bits, result);
   if constexpr (Mode == rounding::toward_positive || Mode == rounding::toward_negative) {
     // Only lanes that round up in magnitude get the overflow result; the others stay at ±max.
     const L over = (away & p.overflow_bits) | (~away & p.max_bits);
@@ -324,6 +339,8 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     const L special = select(a > src::inf_bits, a | src::quiet_bit, zero + p.inf_result_bits);
     result = select(a >= src::inf_bits, special, result);
   }
+  if (p.unsigned_zero) return result | select(result == zero, zero, sign);
+  if (p.positive_only) return select((sign != zero) | (a == zero), a | src::inf_bits | src::quiet_bit, result);
   return result | sign;
 }
 

@@ -1,5 +1,5 @@
 // minifloat/stats.hpp — what a rounding pass saw: the counts behind overflow-driven precision
-// promotion (precision-assignment paper §3.3; shared/reference-semantics.md §2).
+// promotion (precision-assignment paper §3.3; docs/semantics.md §2).
 //
 // Counting is opt-in: kernels take a rounding_stats& only in the counting overloads, so the
 // plain path carries no counters. A stats object belongs to its caller (no global state); give

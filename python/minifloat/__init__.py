@@ -19,10 +19,16 @@ e4m3 = NAMED["e4m3"]
 fp_6_9_0 = NAMED["fp_6_9_0"]  #: the precision-assignment paper's 16-bit "high"
 fp_4_3_4 = NAMED["fp_4_3_4"]  #: its 8-bit forward "low" (HFP8 1-4-3, bias 11)
 fp_5_2_0 = NAMED["fp_5_2_0"]  #: its 8-bit backward "low"
+e4m3fnuz = NAMED["e4m3fnuz"]  #: no -0, no Inf, NaN = 0x80, bias 8
+e5m2fnuz = NAMED["e5m2fnuz"]  #: no -0, no Inf, NaN = 0x80, bias 16
+e2m3 = NAMED["e2m3"]  #: OCP MX FP6 element (max 7.5)
+e3m2 = NAMED["e3m2"]  #: OCP MX FP6 element (max 28)
+e2m1 = NAMED["e2m1"]  #: OCP MX FP4 element (max 6)
+int8_mx = NAMED["int8_mx"]  #: OCP MXINT8 element k * 2^-6, |k| <= 127, as a sign-magnitude format
 
 __all__ = [
     "Format", "format", "parse_format", "NAMED", "binary32", "binary16", "bfloat16", "e5m2", "e4m3", "fp_6_9_0",
-    "fp_4_3_4", "fp_5_2_0", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
+    "fp_4_3_4", "fp_5_2_0", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1", "int8_mx", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
     "encode", "decode", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
     "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat",
 ]

@@ -45,7 +45,7 @@ std::span<T> span_at(std::uintptr_t address, std::size_t count) {
 inline const std::vector<std::string> rounding_names{"nearest_even", "nearest_away", "toward_zero", "stochastic",
                                                      "toward_positive", "toward_negative", "to_odd"};
 inline const std::vector<std::string> overflow_names{"saturate", "infinity"};
-inline const std::vector<std::string> specials_names{"ieee", "nan_only", "all_finite"};
+inline const std::vector<std::string> specials_names{"ieee", "nan_only", "all_finite", "fnuz", "unsigned_exponent"};
 
 /// The enumerator at `index` of a name table; std::invalid_argument when there is none.
 template <class E>

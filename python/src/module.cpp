@@ -100,7 +100,8 @@ void bind_core(py::module_& m) {
   py::list constants;
   for (const auto& [name, f] : {std::pair{"binary32", binary32}, {"binary16", binary16}, {"bfloat16", bfloat16},
                                 {"e5m2", e5m2}, {"e4m3", e4m3}, {"fp_6_9_0", fp_6_9_0}, {"fp_4_3_4", fp_4_3_4},
-                                {"fp_5_2_0", fp_5_2_0}})
+                                {"fp_5_2_0", fp_5_2_0}, {"e4m3fnuz", e4m3fnuz}, {"e5m2fnuz", e5m2fnuz},
+                                {"e2m3", e2m3}, {"e3m2", e3m2}, {"e2m1", e2m1}, {"int8_mx", int8_mx}})
     constants.append(py::make_tuple(name, to_tuple(f)));
   m.attr("named_formats") = constants;
   py::list parse_names;

@@ -1,4 +1,4 @@
-// Tensor grouping (reference-semantics §3) and size-ordered demotion (Algorithm 1) on hand-made
+// Tensor grouping (docs/semantics.md §3) and size-ordered demotion (Algorithm 1) on hand-made
 // graphs: group membership and sizes, decreasing / increasing / seeded random order, ties, the
 // r crossing rule, r = 0 and r = 1.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Overflow-driven precision promotion (§4.2, reference-semantics §2): the threshold compares
+// Overflow-driven precision promotion (§4.2, docs/semantics.md §2): the threshold compares
 // with >=, only low forward tensors are promoted, only the overflowing tensor, permanently, and
 // every promotion is logged with its step, site and ratio.
 #include <catch2/catch.hpp>

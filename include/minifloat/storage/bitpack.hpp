@@ -1,6 +1,6 @@
 // minifloat/storage/bitpack.hpp — arrays of k-bit fields (k = 1..32) packed densely into
 // 32-bit words: the storage of the extra mantissa bits (extra-mantissa-bits paper §3.1, Fig. 1;
-// shared/reference-semantics.md §8) and of minifloat codes (packed_minifloat.hpp).
+// docs/semantics.md §8) and of minifloat codes (packed_minifloat.hpp).
 //
 // Layout: field i starts at bit i*k of a little-endian stream of 32-bit words — word
 // floor(i*k/32), bit offset (i*k) mod 32 — and continues into the next word when it does not fit,

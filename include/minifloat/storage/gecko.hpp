@@ -1,6 +1,6 @@
 // minifloat/storage/gecko.hpp — Gecko: lossless compression of the fp32 exponent fields of a tensor
 // (Schrödinger's FP, Nikolić et al., §3.3 "Exponent: Gecko(+G)"; our reading in
-// shared/reference-semantics.md §7).
+// docs/semantics.md §7).
 //
 // Two variants, chosen by gecko_variant:
 //  - faithful: groups of 8 values; each exponent field E is stored as d = E - 127 in the smallest

@@ -1,7 +1,7 @@
 // minifloat/storage/gecko_tensor.hpp — a whole fp32 tensor in one buffer: per value the sign, the
 // top n mantissa bits, and the exponent field compressed with Gecko (Schrödinger's FP §3.3; the
 // mantissa cut to n bits as its QM / BitWave containers do, §3.1-3.2 and §4; our reading in
-// shared/reference-semantics.md §7).
+// docs/semantics.md §7).
 //
 // Buffer layout (docs/gecko.md has the diagram):
 //   [16-byte header: "GECK", version 1, variant, n, flags, count as uint64 little-endian]

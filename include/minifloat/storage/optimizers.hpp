@@ -1,6 +1,6 @@
 // minifloat/storage/optimizers.hpp — SGD and Adam/AdamW on fp32 weights and on split storage
 // (extra-mantissa-bits paper §3.1: "reconstruct -> fp32 optimizer step -> split again";
-// shared/reference-semantics.md §8), with PyTorch's update rules (torch.optim.SGD, Adam, AdamW,
+// docs/semantics.md §8), with PyTorch's update rules (torch.optim.SGD, Adam, AdamW,
 // single-tensor path): momentum buffer cloned from the first gradient, dampening, Nesterov,
 // L2 or decoupled weight decay, bias-corrected Adam moments in fp32, maximize.
 //

@@ -1,6 +1,6 @@
 // minifloat/storage/split.hpp — fp32 weights kept as a visible low-precision value h plus k
 // extra bits, instead of an fp32 master copy (extra-mantissa-bits paper §3.1; our reading in
-// shared/reference-semantics.md §8). h is a code of any format float rounds to (bfloat16,
+// docs/semantics.md §8). h is a code of any format float rounds to (bfloat16,
 // binary16, e4m3, e5m2, the paper formats fp(e,m,b)), bit-packed at its width; the extra bits
 // are bit-packed at k bits per weight (bitpack.hpp).
 //

@@ -1,5 +1,5 @@
 // minifloat/training/bitwave.hpp — BitWave (Schrödinger's FP §3.2; our reading in
-// shared/reference-semantics.md §6): one network-wide mantissa bitlength and one symmetric
+// docs/semantics.md §6): one network-wide mantissa bitlength and one symmetric
 // exponent range, steered by the trend of the training loss.
 //
 // Rules (docs/dynamic-containers.md):

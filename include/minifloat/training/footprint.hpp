@@ -1,5 +1,5 @@
 // minifloat/training/footprint.hpp — the memory measures of the precision-assignment paper
-// (§3.2, §5.2; shared/reference-semantics.md §3): the model aggregate (total bits of all tensors
+// (§3.2, §5.2; docs/semantics.md §3): the model aggregate (total bits of all tensors
 // P, Y, GY, GP of one gradient computation at the training batch size) and the low-precision
 // ratio counted in bits, per step and averaged over an epoch.
 //
@@ -35,7 +35,7 @@ inline footprint measure_footprint(std::span<const site> sites) {
     const std::uint64_t n = s.numel();
     const auto hi = static_cast<std::uint64_t>(s.formats().high.bit_width());
     const auto lo = static_cast<std::uint64_t>(s.formats().low.bit_width());
-    f.total_bits += n * static_cast<std::uint64_t>(s.bits_per_element());
+    f.total_bits += s.storage_bits();  // scales included for block formats
     f.all_high_bits += n * hi;
     if (hi <= lo) continue;  // a site without a narrower candidate cannot save anything
     f.saveable_bits += n * (hi - lo);

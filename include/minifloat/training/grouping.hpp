@@ -1,5 +1,5 @@
 // minifloat/training/grouping.hpp — tensor grouping of the precision-assignment paper (§4.1,
-// Algorithm 1; shared/reference-semantics.md §3): the unit that precision demotion moves to low
+// Algorithm 1; docs/semantics.md §3): the unit that precision demotion moves to low
 // precision as a whole.
 //
 // Walking the modules in execution order, a new group starts at the first module (the network

@@ -1,6 +1,6 @@
 // minifloat/training/loss_scale.hpp — dynamic loss scaling with the rules of PyTorch's
-// torch.cuda.amp.GradScaler (mixed-precision-training.md §3.2; precision-assignment paper §4.2
-// and App. B; shared/reference-semantics.md §4).
+// torch.cuda.amp.GradScaler (the mixed-precision paper (Micikevicius et al., ICLR 2018, arXiv:1710.03740) §3.2; precision-assignment paper §4.2
+// and App. B; docs/semantics.md §4).
 //
 // The loss is multiplied by the scale before backward so small gradients survive low-precision
 // rounding; the gradients are unscaled (× 1/scale) before clipping, weight decay or the update.

@@ -1,5 +1,5 @@
 // minifloat/training/master_weights.hpp — an FP32 master copy of one weight tensor with its
-// low-precision working copy (mixed-precision-training.md §3.1; precision-assignment paper §3.1:
+// low-precision working copy (the mixed-precision paper (Micikevicius et al., ICLR 2018, arXiv:1710.03740) §3.1; precision-assignment paper §3.1:
 // θ_j ← rnd_fp32(θ_j − η·dθ̂_j) on the master, θ̂_j = rnd_π(θ_j)(θ_j) for the gradient computation).
 //
 // The optimizer updates master(); refresh() rounds the master into the working copy — the

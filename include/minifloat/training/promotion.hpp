@@ -1,5 +1,5 @@
 // minifloat/training/promotion.hpp — overflow-driven precision promotion (precision-assignment
-// paper §4.2, Algorithm 2; shared/reference-semantics.md §2).
+// paper §4.2, Algorithm 2; docs/semantics.md §2).
 //
 // After each optimizer step (and after the loss scaler's update, whether or not the step was
 // skipped), every forward tensor — weight or activation — that is in low precision and whose

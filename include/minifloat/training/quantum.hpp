@@ -1,5 +1,5 @@
 // minifloat/training/quantum.hpp — Quantum Mantissa, Quantum Exponent and Quantum Integer
-// (Schrödinger's FP §3.1 eqs. 5–16, §4.3; our reading in shared/reference-semantics.md §5):
+// (Schrödinger's FP §3.1 eqs. 5–16, §4.3; our reading in docs/semantics.md §5):
 // per-tensor learnable real bitlengths, their stochastic integerization, the straight-through
 // value gradient (eq. 8), the bitlength gradients as exact finite differences between the two
 // neighbouring integer bitlengths, the footprint-weighted regularizer (eq. 16), and the

@@ -1,5 +1,5 @@
 // minifloat/storage/detail/gecko_kernels.hpp — the bit-level group kernels behind the Gecko codecs
-// (Schrödinger's FP §3.3; shared/reference-semantics.md §7; layouts in docs/gecko.md).
+// (Schrödinger's FP §3.3; docs/semantics.md §7; layouts in docs/gecko.md).
 //
 // A Gecko group is 8 values, so 8 fields of w bits fill exactly w bytes: every kernel here moves
 // 8 fields between a packed little-endian word and the 8 bytes of a std::uint64_t (byte i =

@@ -1,0 +1,627 @@
+// minifloat/block.hpp — block scaling: blocks of elements that share one scale, as in the OCP
+// Microscaling Formats (MX) Specification v1.0 (MXFP8, MXFP6, MXFP4, MXINT8; §5 and §6.3) and
+// NVIDIA's NVFP4 (16 E2M1 elements, an E4M3 block scale and an fp32 per-tensor scale).
+//
+// MX (docs/formats.md §8 states every rule with examples): a block of `block_size` (32)
+// consecutive elements V_i shares the E8M0 scale X = 2^s,
+//     s = floor(log2(max_i |V_i|)) − emax_elem   (scale_rule::floor, the spec's rule),
+// or one more when V/X would exceed the element format's largest value (scale_rule::ceil: the
+// smallest power of two X with max|V|/X ≤ max_elem, which torchao calls CEIL/RCEIL), clamped to
+// E8M0's range −127..127; each element is the element format's rounding of V_i / X (any mode of
+// the core, saturating by default as the spec's conversion does). A NaN or ±Inf in a block makes
+// its scale NaN (so every element decodes to NaN); an all-zero block gets s = −127 and stays
+// zero. MXINT8 is the element format int8_mx (k · 2^−6, |k| ≤ 127, emax_elem 0) with
+// two's-complement codes.
+// NVFP4: S_t = per-tensor fp32 decode scale (given, or amax of the tensor's finite values / (6 ·
+// 448)); each block of 16 gets the E4M3 scale D = e4m3(amax_block / 6 / S_t) (nearest-even,
+// saturating); elements are e2m1(V_i / (D · S_t)), the division and product in fp32.
+//
+// Every element goes through the one rounding core (round.hpp, via bulk.hpp's register path);
+// this header only finds scales and moves values. Stochastic rounding draws element i (row-major
+// position in the tensor, plus options.index) from (seed, i): results do not depend on how a
+// tensor is cut into calls, as long as each call covers whole blocks and passes its offset.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "bulk.hpp"
+#include "encode.hpp"
+#include "format.hpp"
+#include "round.hpp"
+#include "stats.hpp"
+
+namespace minifloat {
+
+/// How a block's scale is stored.
+enum class block_scaling : std::uint8_t {
+  e8m0,               ///< OCP MX: a power of two, E8M0 code s + 127
+  e4m3_times_tensor,  ///< NVFP4: an E4M3 value times the per-tensor fp32 scale
+};
+
+/// How the MX scale exponent follows from the block's largest magnitude.
+enum class scale_rule : std::uint8_t {
+  floor,  ///< OCP MX v1.0: floor(log2(amax)) − emax_elem; the largest elements may saturate
+  ceil,   ///< the smallest power of two that maps amax to at most the element format's max
+};
+
+/// A block-scaled format: the element format, the block size and how scales are stored.
+struct block_format {
+  format element = e4m3;
+  int block_size = 32;
+  block_scaling scaling = block_scaling::e8m0;
+  bool integer_elements = false;  ///< MXINT8: element codes are two's-complement k of k · 2^-6
+
+  friend constexpr bool operator==(const block_format&, const block_format&) = default;
+
+  static constexpr int scale_bits = 8;
+  /// Storage per value, scales included: element bits + 8 / block_size (MXFP4: 4.25).
+  constexpr double bits_per_value() const { return element.bit_width() + static_cast<double>(scale_bits) / block_size; }
+  /// The format a scale code is a code of.
+  constexpr format scale_format() const { return scaling == block_scaling::e8m0 ? e8m0 : e4m3; }
+
+  std::string problem() const {
+    if (block_size < 1 || block_size > 1024) return "block_size = " + std::to_string(block_size) + " is outside 1..1024";
+    if (auto p = source_problem<float>(element); !p.empty()) return "element: " + p;
+    if (element.bit_width() > 8) return "element: " + to_string(element) + " is wider than 8 bits";
+    if (integer_elements && element != int8_mx) return "integer_elements needs the element format int8_mx";
+    if (scaling == block_scaling::e4m3_times_tensor && element.has_nan())
+      return "scaling = e4m3_times_tensor needs an element format without NaN (NVFP4: e2m1)";
+    return {};
+  }
+  void validate() const {
+    if (auto p = problem(); !p.empty()) throw std::invalid_argument("minifloat::block_format: " + p);
+  }
+};
+
+inline constexpr block_format mxfp8_e4m3{e4m3};
+inline constexpr block_format mxfp8_e5m2{e5m2};
+inline constexpr block_format mxfp6_e3m2{e3m2};
+inline constexpr block_format mxfp6_e2m3{e2m3};
+inline constexpr block_format mxfp4{e2m1};
+inline constexpr block_format mxint8{int8_mx, 32, block_scaling::e8m0, true};
+inline constexpr block_format nvfp4{e2m1, 16, block_scaling::e4m3_times_tensor};
+
+/// The block formats by name, for command lines: mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3,
+/// mxfp4, mxint8 (OCP MX v1.0, blocks of 32) and nvfp4.
+inline constexpr std::pair<std::string_view, block_format> named_block_formats[] = {
+    {"mxfp8-e4m3", mxfp8_e4m3}, {"mxfp8-e5m2", mxfp8_e5m2}, {"mxfp6-e3m2", mxfp6_e3m2}, {"mxfp6-e2m3", mxfp6_e2m3},
+    {"mxfp4", mxfp4},           {"mxint8", mxint8},         {"nvfp4", nvfp4},
+};
+/// The named block format, or nothing when `name` is not one.
+inline std::optional<block_format> find_block_format(std::string_view name) {
+  for (const auto& [n, f] : named_block_formats)
+    if (n == name) return f;
+  return std::nullopt;
+}
+/// Its name when it has one, else "blocks(<element>,<block size>,<scaling>)".
+inline std::string to_string(const block_format& f) {
+  for (const auto& [n, g] : named_block_formats)
+    if (g == f) return std::string(n);
+  return "blocks(" + to_string(f.element) + "," + std::to_string(f.block_size) + "," +
+         (f.scaling == block_scaling::e8m0 ? "e8m0" : "e4m3*fp32") + (f.integer_elements ? ",int" : "") + ")";
+}
+
+/// Per-call options of the block kernels.
+struct block_options {
+  rounding mode = rounding::nearest_even;  ///< element rounding (every mode of the core)
+  scale_rule rule = scale_rule::floor;     ///< MX only
+  overflow on_overflow = overflow::saturate;  ///< element overflow (the MX spec saturates)
+  int random_bits = 0;                     ///< stochastic: as rounding_options::random_bits
+  std::uint64_t seed = 0;
+  std::uint64_t index = 0;                 ///< element index of the first value of the call
+  float tensor_scale = 0;                  ///< NVFP4's S_t; 0 = computed from the tensor's amax
+};
+
+/// Where the blocks lie. Values are a row-major rows × cols matrix (cols = 0: one row of all
+/// values); axis 1 = blocks of consecutive elements along a row, axis 0 = down a column. A
+/// row's (column's) last block is shorter when block_size does not divide it.
+struct block_layout {
+  std::size_t rows = 1;
+  std::size_t cols = 0;
+  int axis = 1;
+  friend constexpr bool operator==(const block_layout&, const block_layout&) = default;
+};
+
+/// What one call saw. `elements` counts the scaled values V/X: overflows are the elements that
+/// saturated (or became Inf), underflows the nonzero ones that became zero.
+struct block_stats {
+  rounding_stats elements{};
+  std::uint64_t blocks = 0;
+  std::uint64_t scale_clamped = 0;  ///< blocks whose scale hit the scale format's range (or NVFP4's rounded to 0)
+  std::uint64_t nan_blocks = 0;     ///< blocks whose scale is NaN (a NaN or Inf inside)
+
+  constexpr block_stats& operator+=(const block_stats& o) {
+    elements += o.elements;
+    blocks += o.blocks;
+    scale_clamped += o.scale_clamped;
+    nan_blocks += o.nan_blocks;
+    return *this;
+  }
+  friend constexpr bool operator==(const block_stats&, const block_stats&) = default;
+};
+
+inline constexpr std::uint8_t e8m0_nan_code = 0xFF;
+inline constexpr int e8m0_min_exponent = -127, e8m0_max_exponent = 127;
+
+/// The MX scale exponent s of a block whose largest magnitude is `amax` (finite, >= 0), and
+/// whether it was clamped to −127..127.
+struct mx_scale {
+  int exponent = e8m0_min_exponent;
+  bool clamped = false;
+};
+inline mx_scale mx_scale_for(float amax, const format& element, scale_rule rule) {
+  if (!(amax > 0)) return {};
+  const auto bits = std::bit_cast<std::uint32_t>(amax);
+  const int field = static_cast<int>(bits >> 23);
+  const int floor_log2 = field != 0 ? field - 127 : std::bit_width(bits) - 1 - 149;
+  int s = floor_log2 - element.emax();
+  if (rule == scale_rule::ceil && std::ldexp(static_cast<double>(amax), -s) > element.max_finite()) s += 1;
+  if (s < e8m0_min_exponent) return {e8m0_min_exponent, true};
+  if (s > e8m0_max_exponent) return {e8m0_max_exponent, true};
+  return {s, false};
+}
+
+/// Blocks of a tensor of n values in `layout`.
+inline std::size_t block_count(std::size_t n, const block_format& f, const block_layout& layout) {
+  const std::size_t rows = layout.rows, cols = layout.cols == 0 ? n : layout.cols;
+  const auto b = static_cast<std::size_t>(f.block_size);
+  return layout.axis == 1 ? rows * ((cols + b - 1) / b) : ((rows + b - 1) / b) * cols;
+}
+
+/// NVFP4's default per-tensor decode scale: amax of the finite values / (6 · 448), or 1 when
+/// there is none (all zero or not finite).
+inline float nvfp4_tensor_scale(std::span<const float> values) {
+  float amax = 0;
+  for (const float v : values)
+    if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
+  const float s = amax / (6.0f * 448.0f);
+  return s > 0 ? s : 1.0f;
+}
+
+namespace detail {
+
+inline void check_layout(std::size_t n, const block_format& f, const block_layout& l, const char* who) {
+  f.validate();
+  if (l.axis != 0 && l.axis != 1) throw std::invalid_argument(std::string(who) + ": axis = " + std::to_string(l.axis) + " is not 0 or 1");
+  const std::size_t cols = l.cols == 0 ? n : l.cols;
+  if (l.rows * cols != n)
+    throw std::invalid_argument(std::string(who) + ": layout " + std::to_string(l.rows) + " x " + std::to_string(cols) +
+                                " does not hold " + std::to_string(n) + " values");
+}
+
+/// n values, as many element codes, and one scale code per block.
+inline void check_codes(std::size_t n, std::size_t elements, std::size_t scales, const block_format& f,
+                        const block_layout& l, const char* who) {
+  check_same_size(n, elements);
+  check_layout(n, f, l, who);
+  if (scales != block_count(n, f, l))
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(scales) + " scale codes for " +
+                                std::to_string(block_count(n, f, l)) + " blocks");
+}
+
+/// The block's scale as the kernels use it: multiply by `to_element` (MX) or divide by
+/// `from_element` (NVFP4) to get element values, multiply by `from_element` to get back.
+struct block_scale {
+  float to_element = 1, from_element = 1;
+  std::uint8_t code = 0;
+  bool nan = false, clamped = false, zero = false;
+};
+
+/// 2^e as a float for e in −127..127 (2^−127 is a float subnormal).
+inline float exp2_float(int e) {
+  return e >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23) : std::bit_cast<float>(0x00400000u);
+}
+
+struct scale_finder {
+  block_format f;
+  scale_rule rule;
+  float tensor_scale;          // NVFP4
+  rounder<float> to_e4m3{e4m3, {rounding::nearest_even, overflow::saturate}};
+
+  /// `amax_bits` = largest |value| bit pattern of the block (> Inf bits: a NaN inside).
+  block_scale operator()(std::uint32_t amax_bits) const {
+    block_scale b;
+    if (amax_bits >= 0x7f800000u) {
+      b.nan = true;
+      b.code = f.scaling == block_scaling::e8m0 ? e8m0_nan_code : 0x7F;
+      return b;
+    }
+    const float amax = std::bit_cast<float>(amax_bits);
+    if (f.scaling == block_scaling::e8m0) {
+      const mx_scale s = mx_scale_for(amax, f.element, rule);
+      b.to_element = exp2_float(-s.exponent);
+      b.from_element = exp2_float(s.exponent);
+      b.code = static_cast<std::uint8_t>(s.exponent + 127);
+      b.clamped = s.clamped;
+      return b;
+    }
+    const float wanted = amax / static_cast<float>(f.element.max_finite()) / tensor_scale;
+    const float d = to_e4m3(wanted);
+    b.code = static_cast<std::uint8_t>(detail::code_of_rounded<float>(e4m3, std::bit_cast<std::uint32_t>(d)).code);
+    b.from_element = d * tensor_scale;
+    b.zero = !(b.from_element > 0);
+    b.clamped = (amax > 0 && b.zero) || wanted > 448.0f;
+    return b;
+  }
+};
+
+/// Element codes of a register of rounded element values (two's complement for MXINT8).
+template <class V>
+inline V element_codes(const codec_plan<float>& c, V rounded, bool integer) {
+  V codes = code_lanes(c, rounded);
+  if (integer) codes = select((codes & 0x80u) != 0, (0u - (codes & 0x7fu)) & 0xffu, codes);
+  return codes;
+}
+
+/// The largest lane of a register of unsigned lanes, by halving (a reduction tree, not a lane loop).
+template <class V>
+[[gnu::always_inline]] inline std::uint32_t max_lane(V v) {
+  if constexpr (sizeof(V) == sizeof(std::uint32_t)) {
+    return static_cast<std::uint32_t>(v[0]);
+  } else {
+    using H = typename vector_of<std::uint32_t, sizeof(V) / 2>::type;
+    H lo, hi;
+    std::memcpy(&lo, &v, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    return max_lane(lane_max(lo, hi));
+  }
+}
+
+/// Lane b of the result = the largest lane of v[b], for 16 registers of 16 lanes: four levels
+/// of pairwise shuffles and maxima (15 shuffle pairs instead of 16 separate reductions).
+template <class V>
+[[gnu::always_inline]] inline V transposed_max16(const V (&v)[16]) {
+  if constexpr (sizeof(V) / sizeof(std::uint32_t) != 16) {
+    return V{};  // only called with 16 lanes
+  } else {
+    V l1[8], l2[4], l3[2];
+    for (int i = 0; i < 8; ++i)  // [x partials (8) | y partials (8)]
+      l1[i] = lane_max(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                       __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31));
+    for (int i = 0; i < 4; ++i)  // four registers' partials, 4 lanes each
+      l2[i] = lane_max(__builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+                       __builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
+    for (int i = 0; i < 2; ++i)  // eight registers' partials, 2 lanes each
+      l3[i] = lane_max(__builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
+                       __builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31));
+    return lane_max(__builtin_shufflevector(l3[0], l3[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+                    __builtin_shufflevector(l3[0], l3[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+  }
+}
+
+/// One kernel for all block operations. For each block: gather its values (strided for axis 0),
+/// find the scale, round every element with the core, and hand the rounded register to `sink`
+/// (which writes dequantized values or codes).
+template <rounding Mode, bool Count, bool Divide, class Sink>
+[[gnu::flatten]] void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
+                                   const block_layout& layout, const scale_finder& scales, Sink& sink,
+                                   block_stats* st) {
+  using V = simd_t<std::uint32_t>;
+  using FV = typename vector_of<float, sizeof(V)>::type;
+  constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
+  const rounder<float> r(f.element, {Mode, o.on_overflow, o.random_bits, o.seed, o.index});
+  const rounding_plan<float> p = r.plan();
+  lane_random<V> draw(r.rng());
+  lane_counts<V> counts;
+  const std::size_t n = in.size();
+  const std::size_t rows = layout.rows, cols = layout.cols == 0 ? n : layout.cols;
+  const auto B = static_cast<std::size_t>(f.block_size);
+  const bool along_rows = layout.axis == 1;
+  const std::size_t blocks_per_line = along_rows ? (cols + B - 1) / B : (rows + B - 1) / B;
+  const std::size_t lines = along_rows ? rows : cols;
+  const bool integer = f.integer_elements;
+  const int emax_plus_bias = f.element.emax() + 127;
+  alignas(64) float gathered[1024 + 64];
+  std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
+
+  // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
+  // scale s and hands each register to the sink.
+  const auto round_block = [&](const float* values, std::size_t first, std::size_t stride, std::size_t m,
+                               std::size_t block_index, const block_scale& s) [[gnu::always_inline]] {
+    const FV to = FV{} + s.to_element;
+    const FV from = FV{} + s.from_element;
+    // One register of the block; `Full` (a full register) makes loads and stores constant-size.
+    const auto one_register = [&]<bool Full>(std::size_t j, std::size_t c) [[gnu::always_inline]] {
+      const FV v = Full ? load_lanes<FV>(values + j) : load_lanes<FV>(values + j, c);
+      FV y;
+      if constexpr (Divide) y = s.zero ? v * 0.0f : v / from;  // a scale that rounded to 0: signed zeros
+      else y = v * to;
+      V random{};
+      if constexpr (Mode == rounding::stochastic) {
+        if (stride == 1) random = draw(o.index + first + j);
+        else
+          for (std::size_t l = 0; l < c; ++l) random[l] = r.rng().bits32(o.index + first + (j + l) * stride);
+      }
+      V valid = ~V{};
+      if constexpr (!Full) valid = select(lane_indices<V>() < static_cast<std::uint32_t>(c), ~V{}, V{});
+      V y_bits;
+      std::memcpy(&y_bits, &y, sizeof y);
+      if constexpr (Count && Divide)
+        if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
+      V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
+      if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+      sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
+    };
+    std::size_t j = 0;
+    for (; j + lanes <= m; j += lanes) one_register.template operator()<true>(j, lanes);
+    if (j < m) one_register.template operator()<false>(j, m - j);
+    sink.end_block(block_index, s);
+  };
+
+  for (std::size_t line = 0; line < lines; ++line) {
+    std::size_t k = 0;
+    if constexpr (!Divide && lanes == 16) {
+      // Groups of 16 full, contiguous MX blocks: their 16 maxima land in one register by a
+      // transposed halving tree, and the scales of all 16 are computed in vector arithmetic.
+      // Any unusual block (zero, NaN/Inf, subnormal amax, clamping, the ceil rule) sends the
+      // group to the one-block path below.
+      const std::size_t full_blocks = along_rows ? cols / B : 0;
+      if (B % lanes == 0 && scales.rule == scale_rule::floor)
+        for (; k + 16 <= full_blocks; k += 16) {
+          const float* base = in.data() + line * cols + k * B;
+          V amax[16];
+          for (std::size_t b = 0; b < 16; ++b) {
+            V a{};
+            for (std::size_t j = 0; j < B; j += lanes) a = lane_max(a, load_lanes<V>(base + b * B + j) & 0x7fffffffu);
+            amax[b] = a;
+          }
+          const V m = transposed_max16(amax);
+          const V field = m >> 23;
+          const V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
+          // fast when every field is 1..254 and every exponent in -126..126 (so 2^±e are normal)
+          if (any_lane((field - 1u > 253u) | (e + 126u > 252u))) break;
+          const V to_bits = (127u - e) << 23, from_bits = (127u + e) << 23;
+          for (std::size_t b = 0; b < 16; ++b) {
+            block_scale s;
+            s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(to_bits[b]));
+            s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(from_bits[b]));
+            s.code = static_cast<std::uint8_t>(e[b] + 127u);
+            round_block(base + b * B, line * cols + (k + b) * B, 1, B, line * blocks_per_line + k + b, s);
+          }
+          blocks += 16;
+        }
+    }
+    for (; k < blocks_per_line; ++k) {
+      const std::size_t begin = k * B;
+      const std::size_t m = std::min(B, (along_rows ? cols : rows) - begin);
+      // position of element j of this block in the tensor: first + j * stride
+      const std::size_t first = along_rows ? line * cols + begin : begin * cols + line;
+      const std::size_t stride = along_rows ? 1 : cols;
+      const float* values = in.data() + first;
+      if (stride != 1) {
+        for (std::size_t j = 0; j < m; ++j) gathered[j] = in[first + j * stride];
+        values = gathered;
+      }
+      const std::size_t block_index = along_rows ? line * blocks_per_line + k : k * cols + line;
+      // amax as bits: |v| orders like its bit pattern, and NaN patterns lie above Inf's
+      V amax{};
+      std::size_t i = 0;
+      for (; i + lanes <= m; i += lanes) amax = lane_max(amax, load_lanes<V>(values + i) & 0x7fffffffu);
+      if (i < m) amax = lane_max(amax, load_lanes<V>(values + i, m - i) & 0x7fffffffu);
+      const std::uint32_t amax_bits = max_lane(amax);
+      block_scale s;
+      if (const int field = static_cast<int>(amax_bits >> 23);
+          !Divide && field > 0 && field < 255 && scales.rule == scale_rule::floor && field - emax_plus_bias >= -126 &&
+          field - emax_plus_bias <= 126) {
+        // the common MX case inline: a normal amax, no clamping, the floor rule; 2^±s from bits
+        const int e = field - emax_plus_bias;
+        s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
+        s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
+        s.code = static_cast<std::uint8_t>(e + 127);
+      } else {
+        s = scales(amax_bits);
+      }
+      ++blocks;
+      clamped += s.clamped;
+      if (s.nan) {
+        ++nan_blocks;
+        if constexpr (Count) {
+          rounding_stats& e = st->elements;
+          for (std::size_t j = 0; j < m; ++j) {
+            const auto a = std::bit_cast<std::uint32_t>(values[j]) & 0x7fffffffu;
+            e.nans += a > 0x7f800000u;
+            e.infinities += a == 0x7f800000u;
+            e.overflows += a >= 0x7f800000u;
+          }
+        }
+        sink.nan_block(block_index, first, stride, m, s);
+        continue;
+      }
+      round_block(values, first, stride, m, block_index, s);
+    }
+  }
+  if constexpr (Count) {
+    counts.flush(st->elements, n);
+    st->blocks += blocks;
+    st->scale_clamped += clamped;
+    st->nan_blocks += nan_blocks;
+  } else {
+    (void)clamped;
+    (void)nan_blocks;
+  }
+}
+
+template <class Sink>
+void run_block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
+                      const block_layout& layout, const scale_finder& scales, Sink& sink, block_stats* st) {
+  const auto go = [&]<rounding Mode>() {
+    if (f.scaling == block_scaling::e4m3_times_tensor) {
+      if (st != nullptr) block_kernel<Mode, true, true>(in, f, o, layout, scales, sink, st);
+      else block_kernel<Mode, false, true>(in, f, o, layout, scales, sink, st);
+    } else {
+      if (st != nullptr) block_kernel<Mode, true, false>(in, f, o, layout, scales, sink, st);
+      else block_kernel<Mode, false, false>(in, f, o, layout, scales, sink, st);
+    }
+  };
+  switch (o.mode) {
+    case rounding::nearest_even: go.template operator()<rounding::nearest_even>(); break;
+    case rounding::nearest_away: go.template operator()<rounding::nearest_away>(); break;
+    case rounding::toward_zero: go.template operator()<rounding::toward_zero>(); break;
+    case rounding::stochastic: go.template operator()<rounding::stochastic>(); break;
+    case rounding::toward_positive: go.template operator()<rounding::toward_positive>(); break;
+    case rounding::toward_negative: go.template operator()<rounding::toward_negative>(); break;
+    case rounding::to_odd: go.template operator()<rounding::to_odd>(); break;
+  }
+}
+
+/// Dequantized values: element value × the block's decode scale.
+struct dequantize_sink {
+  float* out;
+  template <class V, class FV>
+  void put(std::size_t at, std::size_t stride, std::size_t count, V rounded, FV from) {
+    FV value;
+    std::memcpy(&value, &rounded, sizeof value);
+    value *= from;
+    if (stride == 1 && count == sizeof(V) / sizeof(float)) store_lanes(out + at, value);
+    else if (stride == 1) store_lanes(out + at, value, count);
+    else
+      for (std::size_t l = 0; l < count; ++l) out[at + l * stride] = value[l];
+  }
+  void nan_block(std::size_t, std::size_t first, std::size_t stride, std::size_t m, const block_scale&) {
+    for (std::size_t j = 0; j < m; ++j) out[first + j * stride] = std::numeric_limits<float>::quiet_NaN();
+  }
+  void end_block(std::size_t, const block_scale&) {}
+};
+
+/// Element codes and scale codes.
+template <class C>
+struct code_sink {
+  C* elements;
+  std::uint8_t* scales;
+  codec_plan<float> codec;
+  bool integer;
+  std::uint8_t nan_element;  // the element code of a NaN block
+  template <class V, class FV>
+  void put(std::size_t at, std::size_t stride, std::size_t count, V rounded, FV) {
+    const V codes = element_codes(codec, rounded, integer);
+    if (stride == 1 && count == sizeof(V) / sizeof(std::uint32_t)) store_codes(elements + at, codes, sizeof(V) / sizeof(std::uint32_t));
+    else if (stride == 1) store_codes(elements + at, codes, count);
+    else
+      for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<C>(codes[l]);
+  }
+  void nan_block(std::size_t b, std::size_t first, std::size_t stride, std::size_t m, const block_scale& s) {
+    for (std::size_t j = 0; j < m; ++j) elements[first + j * stride] = nan_element;
+    scales[b] = s.code;
+  }
+  void end_block(std::size_t b, const block_scale& s) { scales[b] = s.code; }
+};
+
+inline scale_finder make_scale_finder(std::span<const float> in, const block_format& f, const block_options& o) {
+  float t = 1;
+  if (f.scaling == block_scaling::e4m3_times_tensor) {
+    t = o.tensor_scale != 0 ? o.tensor_scale : nvfp4_tensor_scale(in);
+    if (!(t > 0) || !std::isfinite(t))
+      throw std::invalid_argument("minifloat::block: tensor_scale = " + std::to_string(t) + " is not a positive finite float");
+  }
+  return scale_finder{f, o.rule, t};
+}
+
+}  // namespace detail
+
+/// out = the block-scaled values of `in` (quantize, then dequantize, in one pass over blocks).
+/// In place is allowed. Throws std::invalid_argument for a bad format, layout or size.
+inline void quantize_blocks(std::span<const float> in, std::span<float> out, const block_format& f,
+                            const block_options& o = {}, const block_layout& layout = {}) {
+  detail::check_same_size(in.size(), out.size());
+  detail::check_layout(in.size(), f, layout, "minifloat::quantize_blocks");
+  detail::dequantize_sink sink{out.data()};
+  detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, nullptr);
+}
+inline void quantize_blocks(std::span<const float> in, std::span<float> out, const block_format& f,
+                            const block_options& o, const block_layout& layout, block_stats& st) {
+  detail::check_same_size(in.size(), out.size());
+  detail::check_layout(in.size(), f, layout, "minifloat::quantize_blocks");
+  detail::dequantize_sink sink{out.data()};
+  detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, &st);
+}
+
+/// `quantize(x, mxfp4)`: the bulk API's spelling of quantize_blocks, in place, one row of blocks.
+inline void quantize(std::span<float> values, const block_format& f, const block_options& o = {}) {
+  quantize_blocks(values, values, f, o);
+}
+inline void quantize(std::span<float> values, const block_format& f, const block_options& o, block_stats& st) {
+  quantize_blocks(values, values, f, o, {}, st);
+}
+
+/// Codes of a block-scaled tensor: one element code per value (its low bit_width() bits; MXINT8:
+/// the two's-complement byte) and one scale code per block (E8M0, or NVFP4's E4M3).
+/// Returns the per-tensor scale used (NVFP4), 1 for MX. A NaN block's elements get the element
+/// format's NaN code, or 0 where it has none; its scale code is NaN.
+template <std::unsigned_integral C>
+float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<std::uint8_t> scales,
+                    const block_format& f, const block_options& o = {}, const block_layout& layout = {},
+                    block_stats* st = nullptr) {
+  constexpr const char* who = "minifloat::encode_blocks";
+  detail::check_codes(in.size(), elements.size(), scales.size(), f, layout, who);
+  if (o.on_overflow != overflow::saturate && !f.element.has_infinity() && !f.element.has_nan())
+    throw std::invalid_argument(std::string(who) + ": on_overflow = infinity gives values without a code in " +
+                                to_string(f.element));
+  const detail::scale_finder finder = detail::make_scale_finder(in, f, o);
+  const std::uint8_t nan_element = f.element.has_nan() ? static_cast<std::uint8_t>(detail::nan_code(f.element)) : 0;
+  detail::code_sink<C> sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element),
+                            f.integer_elements, nan_element};
+  detail::run_block_kernel(in, f, o, layout, finder, sink, st);
+  return finder.tensor_scale;
+}
+
+/// The values codes stand for: element value × decoded scale (NaN where the scale is NaN).
+/// Element codes are read modulo 256.
+template <std::unsigned_integral C>
+void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> scales, std::span<float> out,
+                   const block_format& f, const block_layout& layout = {}, float tensor_scale = 1) {
+  constexpr const char* who = "minifloat::decode_blocks";
+  detail::check_codes(out.size(), elements.size(), scales.size(), f, layout, who);
+  // value of every element code, once
+  float table[256];
+  for (std::uint32_t c = 0; c < 256; ++c) {
+    std::uint32_t code = c;
+    if (f.integer_elements) code = (c & 0x80u) ? 0x80u | ((0u - c) & 0x7fu) : c;
+    table[c] = std::bit_cast<float>(detail::bits_of_code<float>(f.element, code));  // f validated above
+  }
+  if (f.integer_elements) table[0x80] = -2.0f;  // k = −128: a valid code the kernels never produce
+  const std::size_t n = out.size(), rows = layout.rows, cols = layout.cols == 0 ? n : layout.cols;
+  const auto B = static_cast<std::size_t>(f.block_size);
+  const auto scale_of = [&](std::uint8_t sc) {
+    if (f.scaling == block_scaling::e8m0)
+      return sc == e8m0_nan_code ? std::numeric_limits<float>::quiet_NaN() : detail::exp2_float(sc - 127);
+    return std::bit_cast<float>(detail::bits_of_code<float>(e4m3, sc & 0x7fu)) * tensor_scale;
+  };
+  if (layout.axis == 1) {
+    const std::size_t per_row = (cols + B - 1) / B;
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t k = 0; k < per_row; ++k) {
+        const float scale = scale_of(scales[r * per_row + k]);
+        const std::size_t begin = r * cols + k * B, end = r * cols + std::min(cols, (k + 1) * B);
+        for (std::size_t i = begin; i < end; ++i) out[i] = table[elements[i] & 0xffu] * scale;
+      }
+  } else {
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        out[r * cols + c] = table[elements[r * cols + c] & 0xffu] * scale_of(scales[(r / B) * cols + c]);
+  }
+}
+
+/// The byte-code forms (what containers of std::uint8_t convert to).
+inline float encode_blocks(std::span<const float> in, std::span<std::uint8_t> elements, std::span<std::uint8_t> scales,
+                           const block_format& f, const block_options& o = {}, const block_layout& layout = {},
+                           block_stats* st = nullptr) {
+  return encode_blocks<std::uint8_t>(in, elements, scales, f, o, layout, st);
+}
+inline void decode_blocks(std::span<const std::uint8_t> elements, std::span<const std::uint8_t> scales,
+                          std::span<float> out, const block_format& f, const block_layout& layout = {},
+                          float tensor_scale = 1) {
+  decode_blocks<std::uint8_t>(elements, scales, out, f, layout, tensor_scale);
+}
+
+}  // namespace minifloat

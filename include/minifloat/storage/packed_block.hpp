@@ -1,0 +1,149 @@
+// minifloat/storage/packed_block.hpp — block-scaled tensors at their true size: element codes
+// bit-packed at the element format's width (4 bits for MXFP4/NVFP4, 6 for MXFP6, 8 for MXFP8
+// and MXINT8) through bitpack.hpp, one 8-bit scale code per block beside them (E8M0 for OCP MX,
+// E4M3 for NVFP4, plus NVFP4's fp32 per-tensor scale). MXFP4 takes 4 + 8/32 = 4.25 bits per value.
+//
+// Encoding goes through block.hpp (and so the one rounding core); decoding gives exactly the
+// values quantize_blocks gives for the same input and options, bit for bit.
+// Errors: std::invalid_argument for bad formats, layouts, sizes or raw parts that do not fit;
+// nothing is read outside the buffers held.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../block.hpp"
+#include "bitpack.hpp"
+
+namespace minifloat::storage {
+
+class packed_block_tensor {
+ public:
+  packed_block_tensor() = default;
+
+  /// The block-scaled codes of `values` (stats, if given, as block.hpp counts them).
+  packed_block_tensor(std::span<const float> values, const block_format& f, const block_options& o = {},
+                      const block_layout& layout = {}, block_stats* st = nullptr)
+      : fmt_(f), layout_(resolved(layout, values.size())), size_(values.size()),
+        elements_(values.size(), checked_bits(f)), scales_(block_count(values.size(), f, layout_)) {
+    const int bits = elements_.bits();
+    const bool one_row = layout_.rows == 1 && layout_.axis == 1;
+    const std::size_t chunk = chunk_size();
+    std::vector<std::uint32_t> codes(std::min(chunk, size_));
+    block_options oc = o;
+    if (f.scaling == block_scaling::e4m3_times_tensor && oc.tensor_scale == 0) oc.tensor_scale = nvfp4_tensor_scale(values);
+    tensor_scale_ = oc.tensor_scale == 0 ? 1.0f : oc.tensor_scale;
+    for (std::size_t start = 0; start < size_; start += chunk) {
+      const std::size_t m = std::min(chunk, size_ - start);
+      const block_layout part = one_row ? block_layout{1, m, 1} : layout_;
+      oc.index = o.index + start;
+      const std::size_t first_scale = one_row ? start / static_cast<std::size_t>(f.block_size) : 0;
+      encode_blocks(values.subspan(start, m), std::span<std::uint32_t>(codes.data(), m),
+                    std::span<std::uint8_t>(scales_).subspan(first_scale, block_count(m, f, part)), f, oc, part, st);
+      pack(std::span<const std::uint32_t>(codes.data(), m), bits,
+           elements_.words().subspan(start / 32 * static_cast<std::size_t>(bits)));
+    }
+  }
+
+  /// Adopts raw parts (e.g. read from a file): throws std::invalid_argument when the word or
+  /// scale counts do not match the format, layout and size.
+  static packed_block_tensor from_parts(const block_format& f, const block_layout& layout, std::size_t size,
+                                        std::span<const std::uint32_t> words, std::span<const std::uint8_t> scales,
+                                        float tensor_scale = 1) {
+    packed_block_tensor t;
+    t.fmt_ = f;
+    t.layout_ = resolved(layout, size);
+    t.size_ = size;
+    t.elements_ = packed_array::from_words(words, size, checked_bits(f));
+    const std::size_t blocks = block_count(size, f, t.layout_);
+    if (scales.size() != blocks)
+      throw std::invalid_argument("minifloat::storage::packed_block_tensor::from_parts: " + std::to_string(scales.size()) +
+                                  " scale codes for " + std::to_string(blocks) + " blocks");
+    t.scales_.assign(scales.begin(), scales.end());
+    t.tensor_scale_ = tensor_scale;
+    return t;
+  }
+
+  const block_format& fmt() const { return fmt_; }
+  const block_layout& layout() const { return layout_; }
+  std::size_t size() const { return size_; }
+  const packed_array& elements() const { return elements_; }
+  std::span<const std::uint8_t> scales() const { return scales_; }
+  /// NVFP4's per-tensor decode scale (1 for MX).
+  float tensor_scale() const { return tensor_scale_; }
+
+  /// Bytes held: element words, one byte per scale, and the fp32 per-tensor scale of NVFP4.
+  std::size_t bytes() const { return bytes_for(size_, fmt_, layout_); }
+  static std::size_t bytes_for(std::size_t n, const block_format& f, const block_layout& layout = {}) {
+    const block_layout l = resolved(layout, n);
+    return packed_words(n, checked_bits(f)) * 4 + block_count(n, f, l) +
+           (f.scaling == block_scaling::e4m3_times_tensor ? sizeof(float) : 0);
+  }
+
+  /// The values, equal bit for bit to quantize_blocks' output for the same input and options.
+  void decode(std::span<float> out) const {
+    if (out.size() != size_)
+      throw std::invalid_argument("minifloat::storage::packed_block_tensor::decode: output of " +
+                                  std::to_string(out.size()) + " for " + std::to_string(size_) + " values");
+    const int bits = elements_.bits();
+    const bool one_row = layout_.rows == 1 && layout_.axis == 1;
+    const std::size_t chunk = chunk_size();
+    std::vector<std::uint32_t> codes(std::min(chunk, size_));
+    for (std::size_t start = 0; start < size_; start += chunk) {
+      const std::size_t m = std::min(chunk, size_ - start);
+      const block_layout part = one_row ? block_layout{1, m, 1} : layout_;
+      unpack(elements_.words().subspan(start / 32 * static_cast<std::size_t>(bits)), bits, m,
+             std::span<std::uint32_t>(codes.data(), m));
+      const std::size_t first_scale = one_row ? start / static_cast<std::size_t>(fmt_.block_size) : 0;
+      decode_blocks(std::span<const std::uint32_t>(codes.data(), m),
+                    std::span<const std::uint8_t>(scales_).subspan(first_scale, block_count(m, fmt_, part)),
+                    out.subspan(start, m), fmt_, part, tensor_scale_);
+    }
+  }
+  std::vector<float> decode() const {
+    std::vector<float> out(size_);
+    decode(out);
+    return out;
+  }
+
+  friend bool operator==(const packed_block_tensor&, const packed_block_tensor&) = default;
+
+ private:
+  /// Values per encode/decode step: whole blocks that also start on a word (a multiple of 32
+  /// fields) keep the code buffer small; a 2-D layout goes whole (its blocks are not runs).
+  std::size_t chunk_size() const {
+    if (!(layout_.rows == 1 && layout_.axis == 1)) return std::max<std::size_t>(size_, 1);
+    const std::size_t unit = std::lcm(static_cast<std::size_t>(fmt_.block_size), std::size_t{32});
+    return unit * std::max<std::size_t>(1, 8192 / unit);
+  }
+  static int checked_bits(const block_format& f) {
+    f.validate();
+    return f.element.bit_width();
+  }
+  static block_layout resolved(const block_layout& l, std::size_t n) {
+    block_layout r = l;
+    if (r.cols == 0) r.cols = n;
+    if (r.axis != 0 && r.axis != 1)
+      throw std::invalid_argument("minifloat::storage::packed_block_tensor: axis = " + std::to_string(r.axis) +
+                                  " is not 0 or 1");
+    if (r.rows * r.cols != n)
+      throw std::invalid_argument("minifloat::storage::packed_block_tensor: layout " + std::to_string(r.rows) + " x " +
+                                  std::to_string(r.cols) + " does not hold " + std::to_string(n) + " values");
+    return r;
+  }
+
+  block_format fmt_{};
+  block_layout layout_{};
+  std::size_t size_ = 0;
+  packed_array elements_{};
+  std::vector<std::uint8_t> scales_;
+  float tensor_scale_ = 1;
+};
+
+}  // namespace minifloat::storage

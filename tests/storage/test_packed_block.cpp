@@ -1,0 +1,121 @@
+// Packed block tensors (storage/packed_block.hpp): element codes bit-packed at 4, 6 and 8 bits
+// with their scales decode bit for bit to what quantize_blocks gives, and take the byte counts
+// the formats promise (MXFP4: 4.25 bits per value).
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <minifloat/storage/packed_block.hpp>
+#include <minifloat/storage/packed_minifloat.hpp>
+
+namespace mf = minifloat;
+namespace ms = minifloat::storage;
+
+namespace {
+
+std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<double> wide(-20, 20);
+  std::vector<float> x(n);
+  for (auto& v : x) v = gen() % 3 == 0 ? static_cast<float>(std::exp2(wide(gen))) * (gen() % 2 ? 1.f : -1.f) : normal(gen);
+  return x;
+}
+
+bool same_bits(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); }
+
+const mf::block_format all_formats[] = {mf::mxfp8_e4m3, mf::mxfp8_e5m2, mf::mxfp6_e3m2, mf::mxfp6_e2m3,
+                                        mf::mxfp4,      mf::mxint8,     mf::nvfp4};
+
+}  // namespace
+
+TEST_CASE("packed block tensors decode to quantize_blocks' values bit for bit", "[storage][block]") {
+  for (const auto& f : all_formats)
+    for (const std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{1000}, std::size_t{20011}})
+      for (const auto mode : {mf::rounding::nearest_even, mf::rounding::stochastic}) {
+        INFO("element " << mf::to_string(f.element) << " n " << n << " mode " << int(mode));
+        std::vector<float> x = random_values(n, n);
+        if (n > 40) x[35] = std::numeric_limits<float>::quiet_NaN();
+        const mf::block_options o{.mode = mode, .seed = 77, .index = 5};
+        mf::block_stats packed_stats, direct_stats;
+        const ms::packed_block_tensor t(x, f, o, {}, &packed_stats);
+        std::vector<float> want(n);
+        mf::quantize_blocks(x, want, f, o, {}, direct_stats);
+        const std::vector<float> got = t.decode();
+        for (std::size_t i = 0; i < n; ++i) {
+          INFO("i = " << i);
+          REQUIRE(same_bits(got[i], want[i]));
+        }
+        CHECK(packed_stats == direct_stats);
+        CHECK(t.elements().bits() == f.element.bit_width());
+        // the packed fields are the byte codes of encode_blocks
+        std::vector<std::uint8_t> codes(n), scales(mf::block_count(n, f, {}));
+        mf::encode_blocks(x, codes, scales, f, o);
+        for (std::size_t i = 0; i < n; ++i) REQUIRE(t.elements().get(i) == codes[i]);
+        CHECK(std::vector<std::uint8_t>(t.scales().begin(), t.scales().end()) == scales);
+      }
+}
+
+TEST_CASE("packed block tensors in 2-D layouts, both axes", "[storage][block]") {
+  for (const auto& f : {mf::mxfp4, mf::mxfp6_e2m3, mf::mxfp8_e4m3})
+    for (const int axis : {0, 1}) {
+      const std::size_t rows = 45, cols = 70;
+      const std::vector<float> x = random_values(rows * cols, 3);
+      const mf::block_layout l{rows, cols, axis};
+      const ms::packed_block_tensor t(x, f, {}, l);
+      std::vector<float> want(x.size());
+      mf::quantize_blocks(x, want, f, {}, l);
+      const std::vector<float> got = t.decode();
+      for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(got[i], want[i]));
+    }
+}
+
+TEST_CASE("byte counts: MXFP4 4.25 bits per value, MXFP6 6.25, MXFP8 8.25, NVFP4 4.5 plus the fp32 scale",
+          "[storage][block]") {
+  const std::size_t n = 32 * 1024;
+  CHECK(ms::packed_block_tensor::bytes_for(n, mf::mxfp4) * 8 == n * 425 / 100);
+  CHECK(ms::packed_block_tensor::bytes_for(n, mf::mxfp6_e3m2) * 8 == n * 625 / 100);
+  CHECK(ms::packed_block_tensor::bytes_for(n, mf::mxfp8_e5m2) * 8 == n * 825 / 100);
+  CHECK(ms::packed_block_tensor::bytes_for(n, mf::mxint8) * 8 == n * 825 / 100);
+  CHECK(ms::packed_block_tensor::bytes_for(n, mf::nvfp4) == n * 45 / 80 + 4);
+  const std::vector<float> x = random_values(n, 1);
+  const ms::packed_block_tensor t(x, mf::mxfp4);
+  CHECK(t.bytes() == n / 2 + n / 32);
+  CHECK(t.elements().words().size() * 4 + t.scales().size() == t.bytes());
+  // odd sizes round the packed words up to whole 32-bit words
+  CHECK(ms::packed_block_tensor::bytes_for(33, mf::mxfp4) == 5 * 4 + 2);  // 132 bits: 5 words
+}
+
+TEST_CASE("raw parts are adopted only when they fit", "[storage][block]") {
+  const std::vector<float> x = random_values(100, 9);
+  const ms::packed_block_tensor t(x, mf::mxfp6_e2m3);
+  const auto words = t.elements().words();
+  const auto copy = ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, words, t.scales());
+  CHECK(copy == t);
+  CHECK(copy.decode() == t.decode());
+  CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, words.first(words.size() - 1), t.scales()),
+                    Catch::Contains("words"));
+  CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, words, t.scales().first(3)),
+                    Catch::Contains("scale codes"));
+  CHECK_THROWS_WITH(ms::packed_block_tensor(x, mf::mxfp4, {}, {7, 7, 1}), Catch::Contains("does not hold"));
+  std::vector<float> wrong(99);
+  CHECK_THROWS(t.decode(wrong));
+}
+
+TEST_CASE("the 4- and 6-bit element formats and the fnuz formats pack at their own width", "[storage][block]") {
+  const std::vector<float> x = random_values(333, 12);
+  for (const mf::format f : {mf::e2m1, mf::e2m3, mf::e3m2, mf::e4m3fnuz, mf::e5m2fnuz}) {
+    INFO(mf::to_string(f));
+    const mf::rounding_options o{mf::rounding::nearest_even, mf::overflow::saturate};
+    const ms::packed_minifloat p(x, f, o);
+    CHECK(p.bits() == f.bit_width());
+    std::vector<float> want(x.size());
+    mf::quantize(std::span<const float>(x), std::span<float>(want), f, o);
+    const std::vector<float> got = p.decode();
+    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(got[i], want[i]));
+  }
+}
