@@ -307,6 +307,7 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
 [[gnu::flatten]] void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
                                    const block_layout& layout, const scale_finder& scales, Sink& sink,
                                    block_stats* st) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD: see the note above quantize_lanes in bulk.hpp
   using V = simd_t<std::uint32_t>;
   using FV = typename vector_of<float, sizeof(V)>::type;
   constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
@@ -450,6 +451,9 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
     (void)clamped;
     (void)nan_blocks;
   }
+#else
+  (void)in, (void)f, (void)o, (void)layout, (void)scales, (void)sink, (void)st;
+#endif
 }
 
 template <class Sink>

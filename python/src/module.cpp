@@ -195,4 +195,5 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "minifloat's C++ kernels (use the minifloat package, not this module)";
   minifloat::python::bind_core(m);
   minifloat::python::bind_storage(m);
+  minifloat::python::bind_training(m);
 }

@@ -111,13 +111,31 @@ template <int K, int Half, std::size_t... J, std::size_t... L>
   if constexpr (K <= 16) {
     u16x32 g;
     reinterpret(w, g);
-    const u16x32 pairs = __builtin_shuffle(g, g, u16x32{static_cast<std::uint16_t>(granule_index(K, Half, static_cast<int>(L)))...});
+    const u16x32 pairs = 
+#if defined(__clang__)  // clang lacks __builtin_shuffle; nvcc cannot parse this form
+      __builtin_shufflevector(g, g, granule_index(K, Half, static_cast<int>(L))...)
+#else
+      __builtin_shuffle(g, g, u16x32{static_cast<std::uint16_t>(granule_index(K, Half, static_cast<int>(L)))...})
+#endif
+      ;
     const u32x16 shift{granule_shift(K, Half, static_cast<int>(J))...};
     reinterpret(pairs, fields);
     fields = (fields >> shift) & low_bits(K);
   } else {
-    const u32x16 lo = __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(low_word(K, Half, static_cast<int>(J)))...});
-    const u32x16 hi = __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(high_word(K, Half, static_cast<int>(J)))...});
+    const u32x16 lo = 
+#if defined(__clang__)  // clang lacks __builtin_shuffle; nvcc cannot parse this form
+      __builtin_shufflevector(w, w, low_word(K, Half, static_cast<int>(J))...)
+#else
+      __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(low_word(K, Half, static_cast<int>(J)))...})
+#endif
+      ;
+    const u32x16 hi = 
+#if defined(__clang__)  // clang lacks __builtin_shuffle; nvcc cannot parse this form
+      __builtin_shufflevector(w, w, high_word(K, Half, static_cast<int>(J))...)
+#else
+      __builtin_shuffle(w, w, u32x16{static_cast<std::uint32_t>(high_word(K, Half, static_cast<int>(J)))...})
+#endif
+      ;
     const u32x16 right{low_shift(K, Half, static_cast<int>(J))...};
     const u32x16 left{high_shift(K, Half, static_cast<int>(J))...};
     fields = ((lo >> right) | (hi << left)) & low_bits(K);
@@ -231,7 +249,13 @@ constexpr std::uint32_t word_piece_shift(int f, int w, int r) {
 template <int F, int R, std::size_t... L>
 [[gnu::always_inline]] inline void or_granule_round(const u16x32& a, const u16x32& b, u16x32& words,
                                                     std::index_sequence<L...>) {
-  words |= __builtin_shuffle(a, b, u16x32{static_cast<std::uint16_t>(granule_piece(F, static_cast<int>(L), R))...});
+  words |= 
+#if defined(__clang__)  // clang lacks __builtin_shuffle; nvcc cannot parse this form
+      __builtin_shufflevector(a, b, granule_piece(F, static_cast<int>(L), R)...)
+#else
+      __builtin_shuffle(a, b, u16x32{static_cast<std::uint16_t>(granule_piece(F, static_cast<int>(L), R))...})
+#endif
+      ;
 }
 template <int F, std::size_t... R>
 [[gnu::always_inline]] inline void granule_words(const u16x32& a, const u16x32& b, u16x32& words,
@@ -247,7 +271,13 @@ template <int F, std::size_t... J>
 template <int F, int Out, int R, std::size_t... J>
 [[gnu::always_inline]] inline void or_word_round(const u32x16& a, const u32x16& b, u32x16& words,
                                                  std::index_sequence<J...>) {
-  const u32x16 piece = __builtin_shuffle(a, b, u32x16{static_cast<std::uint32_t>(word_piece(F, Out * 16 + static_cast<int>(J), R))...});
+  const u32x16 piece = 
+#if defined(__clang__)  // clang lacks __builtin_shuffle; nvcc cannot parse this form
+      __builtin_shufflevector(a, b, word_piece(F, Out * 16 + static_cast<int>(J), R)...)
+#else
+      __builtin_shuffle(a, b, u32x16{static_cast<std::uint32_t>(word_piece(F, Out * 16 + static_cast<int>(J), R))...})
+#endif
+      ;
   const u32x16 shift{word_piece_shift(F, Out * 16 + static_cast<int>(J), R)...};
   if constexpr (R == 0) words |= piece >> shift;
   else words |= piece << shift;

@@ -1,0 +1,108 @@
+"""The residual models of the PyTorch example trainer, for 1x28x28 Fashion-MNIST images.
+
+- resnet18: torchvision's ResNet-18 (He et al., "Deep Residual Learning for Image Recognition",
+  CVPR 2016, arXiv:1512.03385) with its stem adapted to small grey images: a 3x3 stride-1
+  convolution on one input channel instead of 7x7 stride 2 on three, the 3x3 stride-2 max pool
+  kept, so the four stages see 14x14, 7x7, 4x4 and 2x2 maps. The width multiplier scales every
+  stage's channels (64, 128, 256, 512 at width 1).
+- resnet20: the CIFAR-style ResNet-20 of the same paper (§4.2): a 3x3 stem and three stages of
+  three basic blocks with 16, 32, 64 channels times the width multiplier. Where a block changes
+  shape, its shortcut is a 1x1 stride-2 convolution with batch norm (the paper's option B), so
+  that every shortcut is a GEMM the precision assignment sees.
+
+Both are plain nn.Modules that torch.fx traces (no data-dependent control flow).
+"""
+
+from __future__ import annotations
+
+import torch
+import torchvision
+from torch import nn
+
+
+def _channels(base: int, width: float) -> int:
+    if not width > 0:
+        raise ValueError(f"width must be positive, not {width}")
+    return max(1, round(base * width))
+
+
+def resnet18(num_classes: int = 10, width: float = 1.0) -> nn.Module:
+    """torchvision's ResNet-18 for 1x28x28 inputs (stem adapted as the module comment says)."""
+    return _ScaledResNet18(num_classes, width)
+
+
+class _ScaledResNet18(torchvision.models.resnet.ResNet):
+    """ResNet-18 with every stage's channel count multiplied by `width`."""
+
+    def __init__(self, num_classes: int, width: float):
+        super().__init__(torchvision.models.resnet.BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
+        block = torchvision.models.resnet.BasicBlock
+        self.inplanes = _channels(64, width)
+        self.conv1 = nn.Conv2d(1, self.inplanes, kernel_size=3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(self.inplanes)
+        self.layer1 = self._make_layer(block, _channels(64, width), 2)
+        self.layer2 = self._make_layer(block, _channels(128, width), 2, stride=2)
+        self.layer3 = self._make_layer(block, _channels(256, width), 2, stride=2)
+        self.layer4 = self._make_layer(block, _channels(512, width), 2, stride=2)
+        self.fc = nn.Linear(_channels(512, width), num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 convolutions with batch norm and a shortcut, added before the last ReLU."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.relu1 = nn.ReLU()
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(out_channels))
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu1(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return self.relu2(out + self.shortcut(x))
+
+
+class ResNet20(nn.Module):
+    def __init__(self, num_classes: int = 10, width: float = 1.0):
+        super().__init__()
+        c1, c2, c3 = _channels(16, width), _channels(32, width), _channels(64, width)
+        self.conv = nn.Conv2d(1, c1, 3, stride=1, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(c1)
+        self.relu = nn.ReLU()
+        self.stage1 = nn.Sequential(*[BasicBlock(c1, c1, 1) for _ in range(3)])
+        self.stage2 = nn.Sequential(BasicBlock(c1, c2, 2), BasicBlock(c2, c2, 1), BasicBlock(c2, c2, 1))
+        self.stage3 = nn.Sequential(BasicBlock(c2, c3, 2), BasicBlock(c3, c3, 1), BasicBlock(c3, c3, 1))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(c3, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.relu(self.bn(self.conv(x)))
+        x = self.stage3(self.stage2(self.stage1(x)))
+        return self.fc(self.flatten(self.pool(x)))
+
+
+def resnet20(num_classes: int = 10, width: float = 1.0) -> nn.Module:
+    return ResNet20(num_classes, width)
+
+
+MODELS = {"resnet18": resnet18, "resnet20": resnet20}
+
+
+def build(name: str, width: float = 1.0, num_classes: int = 10) -> nn.Module:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    return MODELS[name](num_classes=num_classes, width=width)

@@ -1,0 +1,58 @@
+"""examples/torch/train.py: its bad-input errors and one tiny run with its CSV."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+
+TRAIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch", "train.py"))
+
+
+def run(*args):
+    return subprocess.run([sys.executable, TRAIN, *args], capture_output=True, text=True, env=os.environ.copy(),
+                          timeout=300)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dynamic", "bitwave"], "not supported"),
+    (["--ratio", "1.5"], "outside [0, 1]"),
+    (["--epochs", "0"], "not positive"),
+    (["--weights", "low+99"], "low+K"),
+    (["--rounding", "sideways"], "--rounding"),
+    (["--visible", "fp(3"], "--visible"),
+    (["--assignment", "uniform", "--ratio", "0.3"], "--assignment ours only"),
+    (["--csv", "/nonexistent-directory/out.csv"], "cannot write the CSV file"),
+    (["--data-dir", "/nonexistent-directory"], "dataset-fashion-mnist"),
+    (["--model", "vgg"], "invalid choice"),
+])
+def test_bad_input_gives_a_clear_message_and_a_nonzero_exit(args, message):
+    r = run(*args)
+    assert r.returncode != 0
+    assert message in r.stderr, r.stderr
+
+
+def test_a_tiny_run_writes_one_csv_row_per_epoch_with_measured_memory(tmp_path):
+    out = tmp_path / "out.csv"
+    r = run("--model", "resnet20", "--width", "0.25", "--epochs", "2", "--train-limit", "128", "--test-limit", "64",
+            "--assignment", "uniform", "--save-activations", "packed", "--promotion", "--csv", str(out),
+            "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    assert "epoch 1 [" in r.stderr and "saved activations peak" in r.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [row["epoch"] for row in rows] == ["1", "2"]
+    for row in rows:
+        measured, fp32 = int(row["saved_activation_peak_bytes"]), int(row["saved_activation_fp32_peak_bytes"])
+        assert 0 < measured <= 0.3 * fp32  # uniform: every activation in fp(4,3,4), 8 of 32 bits
+        assert 0.0 <= float(row["test_accuracy"]) <= 1.0
+    assert not (tmp_path / "out.csv.tmp").exists()
+
+
+def test_the_normalisation_constants_are_the_training_pixels_mean_and_deviation():
+    sys.path.insert(0, os.path.dirname(TRAIN))
+    import fashion_mnist
+
+    images = fashion_mnist.load("train").images.numpy().astype("float64") / 255.0
+    assert round(float(images.mean()), 4) == fashion_mnist.PIXEL_MEAN
+    assert round(float(images.std()), 4) == fashion_mnist.PIXEL_STD
