@@ -108,6 +108,21 @@ template <class V>
   return acc != 0;
 }
 
+/// True when any lane of v is at least t (unsigned): on 64-byte registers of 32-bit lanes one
+/// compare into a mask register (GCC turns the generic form's compare into a vector of -1/0 and
+/// tests that again).
+template <class V, class B>
+[[gnu::always_inline]] inline bool any_lane_at_least(const V& v, B t) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64 && sizeof(v[0]) == 4) {
+    __m512i w;
+    std::memcpy(&w, &v, 64);
+    return _mm512_cmpge_epu32_mask(w, _mm512_set1_epi32(static_cast<int>(t))) != 0;
+  }
+#endif
+  return any_lane(v >= t);
+}
+
 /// out[i] = the correctly rounded square root of in[i] (IEEE 754 sqrt), i < n. The same bits as
 /// std::sqrt, but through the vector instruction: under the default -fmath-errno GCC keeps
 /// std::sqrt's errno branch in loops and does not vectorise them.
