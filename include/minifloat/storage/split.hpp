@@ -239,7 +239,8 @@ void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visib
     std::memcpy(vbytes + start * 2, visible, m * 2);
     std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
   }
-  // As pack: the bits after the last field of the last word are zero.
+  // As pack: the bits after the last field of the last word are zero (no words for no values).
+  if (x.empty()) return;
   const std::size_t vend = packed_words(x.size(), 16) * 4, eend = packed_words(x.size(), k) * 4;
   std::memset(vbytes + x.size() * 2, 0, vend - x.size() * 2);
   std::memset(ebytes + x.size() * sizeof(Extra), 0, eend - x.size() * sizeof(Extra));
