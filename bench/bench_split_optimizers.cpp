@@ -1,11 +1,18 @@
 // Optimizer steps on split storage (optimizers.hpp) against the same optimizer on fp32 master
-// weights, at 16M parameters, with a memcpy of the fp32 weights timed in the same run.
-// Reports parameters per ns; bytes_per_second counts the bytes each step must move (read and
-// written) at its storage sizes. docs/perf/storage-bitpack.md records the results and the command.
+// weights, and the library's fp32 steps against a plain hand-written loop, at 16M parameters.
+// Wall-clock time: every iteration first times the reference step (the library's fp32 step for
+// split and low-precision weights, the plain loop for the library's fp32 step) on its own copy of
+// the weights and state, then the step under test, so "x_ref" (reference time / step time) compares
+// two timings taken a moment apart under the same load (the machine is shared); run with
+// --benchmark_enable_random_interleaving. Reports parameters per ns of the step under test;
+// bytes_per_second counts the bytes each step must move (read and written) at its storage sizes.
+// docs/performance.md records the results and the command.
 #include <benchmark/benchmark.h>
 
 #include <minifloat/storage/optimizers.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -51,8 +58,16 @@ const ms::split_layout layouts[] = {
     {minifloat::bfloat16, 8},                              // 3 bytes per weight
     {minifloat::bfloat16, 9, minifloat::storage::split_mode::stochastic},  // paper's rstoc variant
     {minifloat::fp_6_9_0, 8},  // all-finite visible format: the step checks every value is storable first
+    {minifloat::binary16, 8},
+    {minifloat::e4m3, 8},
+    {minifloat::bfloat16, 8, minifloat::storage::split_mode::stochastic},
+    {minifloat::binary16, 8, minifloat::storage::split_mode::stochastic},
+    {minifloat::e4m3, 8, minifloat::storage::split_mode::stochastic},
 };
-const char* const layout_names[] = {"bf16+16", "fp16+13", "bf16+8", "bf16+9_stochastic", "fp(6,9,0)+8"};
+const char* const layout_names[] = {"bf16+16", "fp16+13",  "bf16+8", "bf16+9_stochastic", "fp(6,9,0)+8",
+                                    "fp16+8",  "e4m3+8", "bf16+8_stochastic", "fp16+8_stochastic",
+                                    "e4m3+8_stochastic"};
+constexpr long layout_count = sizeof(layouts) / sizeof(layouts[0]);
 
 double weight_bytes(const ms::split_layout& l) { return (l.visible_bits() + l.extra_bits) / 8.0; }
 
@@ -67,63 +82,136 @@ void bm_memcpy_weights(benchmark::State& state) {
   set_rate(state, 8);
 }
 
-// Times optimizer steps on w after one untimed step (which creates the optimizer's state).
-// bytes: what one step reads and writes per parameter.
-template <class State, class Weights, class Options>
-void time_steps(benchmark::State& bm, Weights& w, const Options& o, double bytes) {
-  State s;
-  const auto step = [&] {
-    if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o);
-    else ms::adam_step(w, gradients(), s, o);
-  };
-  step();
-  for (auto _ : bm) {
-    step();
-    benchmark::ClobberMemory();
-  }
-  set_rate(bm, bytes);
-}
-
 const ms::sgd_options sgd{0.01, 0.9, 0, 1e-4};  // momentum and weight decay
 const ms::adam_options adam{1e-3};
 // Bytes per parameter besides the weights: the gradient (read), the state (read and written).
 constexpr double sgd_other = 4 + 4 * 2;
 constexpr double adam_other = 4 + 8 * 2;
 
+/// A plain hand-written SGD loop (momentum, weight decay, after the first step), as a user writes
+/// it: PyTorch's formulas with the same float factors, no library.
+struct plain_sgd {
+  std::vector<float> w = initial_weights(), buf = std::vector<float>(parameters, 0.0f);
+  void step() {
+    const float lr = static_cast<float>(sgd.lr), mom = static_cast<float>(sgd.momentum),
+                damp = static_cast<float>(1 - sgd.dampening), wd = static_cast<float>(sgd.weight_decay);
+    const float* g = gradients().data();
+    float* p = w.data();
+    float* b = buf.data();
+    for (std::size_t i = 0; i < parameters; ++i) {
+      const float d = std::fma(wd, p[i], g[i]);
+      const float m = std::fma(damp, d, b[i] * mom);
+      b[i] = m;
+      p[i] = std::fma(-lr, m, p[i]);
+    }
+  }
+};
+/// A plain hand-written Adam loop (PyTorch 2's lerp first moment, bias corrections per step),
+/// with std::sqrt as a user writes it.
+struct plain_adam {
+  std::vector<float> w = initial_weights(), m = std::vector<float>(parameters, 0.0f),
+                     v = std::vector<float>(parameters, 0.0f);
+  std::int64_t steps = 0;
+  void step() {
+    ++steps;
+    const double bc1 = 1 - std::pow(adam.beta1, static_cast<double>(steps));
+    const double bc2 = 1 - std::pow(adam.beta2, static_cast<double>(steps));
+    const float w1 = static_cast<float>(1 - adam.beta1), b2 = static_cast<float>(adam.beta2),
+                c2 = static_cast<float>(1 - adam.beta2), bc2_sqrt = static_cast<float>(std::sqrt(bc2)),
+                eps = static_cast<float>(adam.eps), neg_step = static_cast<float>(-(adam.lr / bc1));
+    const float* g = gradients().data();
+    float* p = w.data();
+    float* mp = m.data();
+    float* vp = v.data();
+    for (std::size_t i = 0; i < parameters; ++i) {
+      mp[i] = std::fma(w1, g[i] - mp[i], mp[i]);
+      vp[i] = std::fma(c2 * g[i], g[i], vp[i] * b2);
+      p[i] = p[i] + neg_step * mp[i] / (std::sqrt(vp[i]) / bc2_sqrt + eps);
+    }
+  }
+};
+
+template <class State, class Weights, class Options>
+struct library_step {
+  Weights w;
+  const Options& o;
+  State s{};
+  void step() {
+    if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o);
+    else ms::adam_step(w, gradients(), s, o);
+  }
+};
+
+// Times `tested.step()` on the wall clock after one untimed step of each (which creates the
+// optimizer's state), with `reference.step()` timed just before it in every iteration.
+// bytes: what one step under test reads and writes per parameter.
+template <class Tested, class Reference>
+void time_against(benchmark::State& bm, Tested& tested, Reference& reference, double bytes) {
+  using clock = std::chrono::steady_clock;
+  tested.step();
+  reference.step();
+  double reference_seconds = 0, tested_seconds = 0;
+  for (auto _ : bm) {
+    const auto t0 = clock::now();
+    reference.step();
+    benchmark::ClobberMemory();
+    const auto t1 = clock::now();
+    tested.step();
+    benchmark::ClobberMemory();
+    const auto t2 = clock::now();
+    const double r = std::chrono::duration<double>(t1 - t0).count(), k = std::chrono::duration<double>(t2 - t1).count();
+    reference_seconds += r;
+    tested_seconds += k;
+    bm.SetIterationTime(k);
+  }
+  set_rate(bm, bytes);
+  bm.counters["x_ref"] = reference_seconds / tested_seconds;
+}
+
+using sgd_fp32 = library_step<ms::sgd_state, std::vector<float>, ms::sgd_options>;
+using adam_fp32 = library_step<ms::adam_state, std::vector<float>, ms::adam_options>;
+
 void bm_sgd_fp32(benchmark::State& state) {
-  std::vector<float> w = initial_weights();
-  time_steps<ms::sgd_state>(state, w, sgd, 4 * 2 + sgd_other);
+  state.SetLabel("vs plain loop");
+  sgd_fp32 tested{initial_weights(), sgd};
+  plain_sgd reference;
+  time_against(state, tested, reference, 4 * 2 + sgd_other);
 }
 void bm_sgd_split(benchmark::State& state) {
   const auto& l = layouts[state.range(0)];
   state.SetLabel(layout_names[state.range(0)]);
-  ms::split_tensor w(initial_weights(), l);
-  time_steps<ms::sgd_state>(state, w, sgd, weight_bytes(l) * 2 + sgd_other);
+  library_step<ms::sgd_state, ms::split_tensor, ms::sgd_options> tested{ms::split_tensor(initial_weights(), l), sgd};
+  sgd_fp32 reference{initial_weights(), sgd};
+  time_against(state, tested, reference, weight_bytes(l) * 2 + sgd_other);
 }
 // Low-precision-only weights (low_tensor.hpp): bf16 (IEEE) and the all-finite fp(6,9,0).
 void bm_sgd_low(benchmark::State& state) {
   const minifloat::format f = state.range(0) == 0 ? minifloat::bfloat16 : minifloat::fp_6_9_0;
   state.SetLabel(state.range(0) == 0 ? "bf16" : "fp(6,9,0)");
-  ms::low_tensor w(initial_weights(), f);
-  time_steps<ms::sgd_state>(state, w, sgd, 2 * 2 + sgd_other);
+  library_step<ms::sgd_state, ms::low_tensor, ms::sgd_options> tested{ms::low_tensor(initial_weights(), f), sgd};
+  sgd_fp32 reference{initial_weights(), sgd};
+  time_against(state, tested, reference, 2 * 2 + sgd_other);
 }
 void bm_adam_fp32(benchmark::State& state) {
-  std::vector<float> w = initial_weights();
-  time_steps<ms::adam_state>(state, w, adam, 4 * 2 + adam_other);
+  state.SetLabel("vs plain loop");
+  adam_fp32 tested{initial_weights(), adam};
+  plain_adam reference;
+  time_against(state, tested, reference, 4 * 2 + adam_other);
 }
 void bm_adam_split(benchmark::State& state) {
   const auto& l = layouts[state.range(0)];
   state.SetLabel(layout_names[state.range(0)]);
-  ms::split_tensor w(initial_weights(), l);
-  time_steps<ms::adam_state>(state, w, adam, weight_bytes(l) * 2 + adam_other);
+  library_step<ms::adam_state, ms::split_tensor, ms::adam_options> tested{ms::split_tensor(initial_weights(), l), adam};
+  adam_fp32 reference{initial_weights(), adam};
+  time_against(state, tested, reference, weight_bytes(l) * 2 + adam_other);
 }
 
-BENCHMARK(bm_memcpy_weights)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_sgd_fp32)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_sgd_split)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_sgd_low)->DenseRange(0, 1)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_adam_fp32)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_adam_split)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_memcpy_weights)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(bm_sgd_fp32)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(bm_sgd_split)->DenseRange(0, layout_count - 1)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(bm_sgd_low)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(bm_adam_fp32)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(bm_adam_split)->DenseRange(0, layout_count - 1)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace
 

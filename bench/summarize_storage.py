@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Turns Google Benchmark JSON from bench_bitpack and bench_split_optimizers into the tables of
-docs/perf/storage-bitpack.md.
+docs/performance.md.
 
 Usage: bench/summarize_storage.py bitpack.json split_optimizers.json
-Ratios are to the memcpy timed in the same run; with --benchmark_repetitions the median is used.
+Bit-packing ratios are to the memcpy timed in the same run, optimizer ratios to the reference
+step timed in the same iterations; with --benchmark_repetitions the median is used.
 """
 import json
 import sys
@@ -41,24 +42,31 @@ def bitpack(path):
 
 def optimizers(path):
     rows = runs(path)
-    base = {}
-    for b in rows:
-        if b["name"] in ("bm_sgd_fp32", "bm_adam_fp32"):
-            base[b["name"].split("_")[1]] = b["params_per_ns"]
-    print("| optimizer | weights | bytes/weight | params/ns | × fp32 step | GB/s moved |")
-    print("|---|---|---|---|---|---|")
+    print("| optimizer | weights | bytes/weight | params/ns | × reference (same iterations) | reference | GB/s moved |")
+    print("|---|---|---|---|---|---|---|")
     for b in rows:
         name = b["name"]
         if name.startswith("bm_memcpy"):
             continue
         opt = name.split("_")[1]
-        weights = b.get("label", "") or "fp32"
-        width = {"fp32": 4, "bf16+16": 4, "fp16+13": 29 / 8, "bf16+8": 3, "bf16+9_stochastic": 25 / 8}[weights]
+        label = b.get("label", "")
+        fp32 = name.startswith(("bm_sgd_fp32", "bm_adam_fp32"))
+        weights = "fp32" if fp32 else ("low " + label if name.startswith("bm_sgd_low") else label)
+        reference = "plain loop" if fp32 else "library fp32 step"
+        if fp32:
+            width = 4
+        elif name.startswith("bm_sgd_low"):
+            width = 2
+        else:
+            visible, extra = label.split("_")[0].split("+")
+            width = ({"bf16": 16, "fp16": 16, "e4m3": 8, "fp(6,9,0)": 16}[visible] + int(extra)) / 8
         rate = b["params_per_ns"]
-        print(f"| {opt} | {weights} | {width:g} | {rate:.3f} | {rate / base[opt]:.2f} | {b['bytes_per_second'] / 1e9:.1f} |")
+        print(f"| {opt} | {weights} | {width:g} | {rate:.3f} | {b['x_ref']:.2f} | {reference} | "
+              f"{b['bytes_per_second'] / 1e9:.1f} |")
     for b in rows:
         if b["name"].startswith("bm_memcpy"):
-            print(f"\nmemcpy of the fp32 weights: {b['bytes_per_second'] / 1e9:.1f} GB/s moved")
+            print(f"\nmemcpy of the fp32 weights: {b['params_per_ns']:.2f} params/ns, "
+                  f"{b['bytes_per_second'] / 1e9:.1f} GB/s moved")
     print()
 
 

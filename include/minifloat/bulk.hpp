@@ -33,42 +33,55 @@ inline void check_same_size(std::size_t in, std::size_t out) {
 }
 
 /// Random words of stochastic rounding for lanes first..first+lanes-1, identical to
-/// counter_rng::bits32 / bits64 of each index.
+/// counter_rng::bits32 / bits64 of each index. Built for a kernel that asks for consecutive
+/// registers: it keeps the block keys and the Weyl term of the next register, so a call that
+/// continues the previous one costs one vector add before the mixers (no re-keying check,
+/// broadcasts or multiply by the Weyl constant); any other call recomputes them.
 template <class V>
 struct lane_random {
+  using B = std::remove_cvref_t<decltype(V{}[0])>;
+  using H = simd_with_lanes_of<std::uint32_t, B>;  // 32-bit words, one per lane
+  static constexpr std::size_t lanes = sizeof(V) / sizeof(B);
   counter_rng rng;
-  std::uint32_t high = 0;
-  std::uint64_t key = 0, second_key = 0;
   counter_rng second{};
+  std::uint64_t key = 0, second_key = 0;
+  std::uint64_t next = 1;          // the first index of the register the Weyl term belongs to (1: none yet)
+  std::uint64_t registers_left = 0;  // registers before the key block ends (or straddles)
+  H weyl{};                        // (low index word of each lane) * golden32
 
-  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} { rekey(0); }
-  void rekey(std::uint32_t h) {
-    high = h;
-    key = rng.key(h);
-    second_key = second.key(h);
-  }
+  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} {}
+
   V operator()(std::uint64_t first) {
-    using B = std::remove_cvref_t<decltype(V{}[0])>;
-    constexpr std::size_t lanes = sizeof(V) / sizeof(B);
-    const auto low = static_cast<std::uint32_t>(first);
-    if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
-      V v{};
-      for (std::size_t k = 0; k < lanes; ++k) {
-        if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
-        else v[k] = rng.bits64(first + k);
+    if (first != next || registers_left == 0) {
+      const auto low = static_cast<std::uint32_t>(first);
+      if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
+        V v{};
+        for (std::size_t k = 0; k < lanes; ++k) {
+          if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
+          else v[k] = rng.bits64(first + k);
+        }
+        registers_left = 0;
+        return v;
       }
-      return v;
+      const auto high = static_cast<std::uint32_t>(first >> 32);
+      key = rng.key(high);
+      if constexpr (sizeof(B) == 8) second_key = second.key(high);
+      weyl = (low + lane_indices<H>()) * golden32;
+      registers_left = (std::uint64_t{0xffffffffU} - low + 1) / lanes;
+      next = first;
     }
-    if (static_cast<std::uint32_t>(first >> 32) != high) rekey(static_cast<std::uint32_t>(first >> 32));
+    const H draw = counter_rng::bits32_from_weyl(weyl, key);
+    V v;
     if constexpr (sizeof(B) == 4) {
-      return counter_rng::bits32_keyed(low + lane_indices<V>(), key);
+      v = draw;
     } else {
-      using half = simd_with_lanes_of<std::uint32_t, std::uint64_t>;
-      const half lows = low + lane_indices<half>();
-      const V hi = __builtin_convertvector(counter_rng::bits32_keyed(lows, key), V);
-      const V lo = __builtin_convertvector(counter_rng::bits32_keyed(lows, second_key), V);
-      return (hi << 32) | lo;
+      const V lo = __builtin_convertvector(counter_rng::bits32_from_weyl(weyl, second_key), V);
+      v = (__builtin_convertvector(draw, V) << 32) | lo;
     }
+    weyl += static_cast<std::uint32_t>(lanes) * golden32;
+    next += lanes;
+    --registers_left;
+    return v;
   }
 };
 
@@ -82,6 +95,30 @@ struct lane_counts {
   void add(const rounding_plan<S>& p, V u, V result, V valid) {
     using src = source_layout<S>;
     const V a = u & src::abs_mask;
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+    if constexpr (Finite && sizeof(V) == 64 && std::same_as<S, float>) {
+      // Compares into mask registers and masked adds: 5 instructions where the generic form
+      // below compiles to 8 (each compare widened to a vector of -1/0 and tested again).
+      __m512i av, rv, vv, over, under;
+      std::memcpy(&av, &a, 64);
+      std::memcpy(&rv, &result, 64);
+      std::memcpy(&vv, &valid, 64);
+      std::memcpy(&over, &overflows, 64);
+      std::memcpy(&under, &underflows, 64);
+      const __m512i one = _mm512_set1_epi32(1);
+      const __mmask16 lanes = _mm512_test_epi32_mask(vv, vv);
+      over = _mm512_mask_add_epi32(
+          over, _mm512_mask_cmpge_epu32_mask(lanes, av, _mm512_set1_epi32(static_cast<int>(p.threshold_bits))), over,
+          one);
+      // nonzero input, zero magnitude out
+      const __mmask16 zeroed = _mm512_mask_testn_epi32_mask(_mm512_mask_test_epi32_mask(lanes, av, av), rv,
+                                                            _mm512_set1_epi32(0x7fffffff));
+      under = _mm512_mask_add_epi32(under, zeroed, under, one);
+      std::memcpy(&overflows, &over, 64);
+      std::memcpy(&underflows, &under, 64);
+      return;
+    }
+#endif
     // Comparison masks are all ones (-1) where true: subtracting them counts.
     overflows -= (a >= p.threshold_bits) & valid;
     if constexpr (Finite) {
@@ -101,28 +138,162 @@ struct lane_counts {
   }
 };
 
-/// Rounds one register (and counts it) on the cheapest path its lanes allow: the single-binade
-/// shortcut, the full core without NaN/Inf handling, or the full core. Plain lanes lie between
-/// the smallest normal and the overflow threshold (or are zero): nothing there is counted.
-template <rounding Mode, bool Count, std::floating_point S, class V>
-[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
-                                            [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid) {
+/// The float-arithmetic form of lane_path::finite for nearest_even, nearest_away and toward_zero
+/// from float, on AVX-512: each lane's magnitude x is rounded to a multiple of its binade's step
+/// 2^k (the format's spacing there, 2^(emin - m) below the smallest normal) by (x + C) - C with
+/// C = 1.5 * 2^(k + 23), whose float ulp is exactly 2^k, so the addition performs the rounding
+/// (the embedded rounding mode picks nearest-even or toward-zero, whatever MXCSR says) and the
+/// subtraction is exact. Ties go to even because C / 2^k is even. nearest_away truncates and
+/// then adds a step where the exact remainder x - trunc(x) is at least half a step. The binade is clamped to one
+/// above the format's largest, where every result is beyond max and becomes the overflow result,
+/// exactly as in round_bits. Source subnormals round to zero either way: the format's half step
+/// is at least 2^-126 (float_add_applies), so whether DAZ zeroes them first does not matter,
+/// and no nonzero result is a float subnormal, so FTZ does not either. Callers guarantee finite
+/// lanes; results are then the core's bits (tests/test_bulk.cpp checks them against the scalar
+/// core on both benchmark data sets, specials and subnormals sprinkled in).
+template <class V>
+constexpr bool float_add_form = false;
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+template <>
+inline constexpr bool float_add_form<simd_t<std::uint32_t>> = sizeof(simd_t<std::uint32_t>) == 64;
+
+/// The plans float_add_rounding serves: at least two dropped bits (x + C stays in C's binade),
+/// C finite for every clamped binade, a half step of at least 2^-126 (see above), no
+/// onto_values flushing, and not E8M0 (unsigned_exponent: its zero and negative inputs are NaN).
+inline bool float_add_applies(const rounding_plan<float>& p) {
+  constexpr std::uint32_t P = 23;
+  const std::uint32_t emax_field = p.max_bits >> P;
+  return p.d_normal >= 2 && emax_field + 1 + p.d_normal <= 254 && p.emin_field >= 2 + (P - p.d_normal) &&
+         p.subnormal_drop == 0 && !p.positive_only;
+}
+
+template <rounding Mode>
+[[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const rounding_plan<float>& p,
+                                                                       simd_t<std::uint32_t> u) {
+  using V = simd_t<std::uint32_t>;
+  constexpr int embedded = (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) |
+                           _MM_FROUND_NO_EXC;
+  const V zero{};
+  const V sign = u & 0x80000000U;
+  const V a = u ^ sign;
+  // C's bits: x's exponent field clamped to the format's binades, moved up by the dropped bits.
+  const V binade = lane_min(lane_max(a & 0x7f800000U, zero + (p.emin_field << 23)),
+                            zero + (((p.max_bits >> 23) + 1) << 23));
+  const V c = binade + ((p.d_normal << 23) | 0x400000U);
+  __m512 x, cf;
+  std::memcpy(&x, &a, 64);
+  std::memcpy(&cf, &c, 64);
+  // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+  // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
+  const __m512 sum = _mm512_maskz_add_round_ps(0xffff, x, cf, embedded);
+  __m512 rounded = _mm512_maskz_sub_round_ps(0xffff, sum, cf, embedded);
+  if constexpr (Mode == rounding::nearest_away) {
+    // Truncated above; a remainder of at least half a step goes up one step. The remainder and
+    // the sum are exact; half a step is at least 2^-126, so a remainder FTZ/DAZ would touch
+    // (below 2^-126) stays below it either way.
+    const V step_bits = c - ((23U << 23) | 0x400000U);  // 2^k
+    const V half_bits = step_bits - (1U << 23);         // 2^(k-1)
+    __m512 step, half;
+    std::memcpy(&step, &step_bits, 64);
+    std::memcpy(&half, &half_bits, 64);
+    const __m512 remainder = _mm512_maskz_sub_ps(0xffff, x, rounded);
+    rounded = _mm512_mask_add_ps(rounded, _mm512_cmp_ps_mask(remainder, half, _CMP_GE_OQ), rounded, step);
+  }
+  V result;
+  std::memcpy(&result, &rounded, 64);
+  // The core's last steps (round_bits), on the same plan fields.
+  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero + p.underflow_bits, result);
+  result = select(result > p.max_bits, zero + p.overflow_bits, result);
+  if (p.unsigned_zero) return result | select(result == zero, zero, sign);
+  return result | sign;
+}
+#endif
+
+/// The paths of one register: the single-binade shortcut, the full core without NaN/Inf handling
+/// (or its float-arithmetic form, when `float_add` = float_add_applies(p), decided once per
+/// kernel), or the full core. Plain lanes lie between the smallest normal and the overflow
+/// threshold (or are zero): nothing there is counted.
+/// True when every lane of the register (given as u << 1) is zero or plain (see round_lanes).
+template <std::floating_point S, class V>
+[[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
   using src = source_layout<S>;
   using bits = typename src::bits;
-  const V twice = u << 1;  // drops the sign
   const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
   const bits plain_span2 = (p.threshold_bits << 1) - normal2;
-  if (p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0))) {
-    return round_bits<Mode, lane_path::plain>(p, u, random);
+  return p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0));
+}
+
+/// True when Mode, S and V have the float-arithmetic form (float_add_rounding).
+template <rounding Mode, std::floating_point S, class V>
+inline constexpr bool has_float_add =
+    (Mode == rounding::nearest_even || Mode == rounding::nearest_away || Mode == rounding::toward_zero) &&
+    std::same_as<S, float> && float_add_form<V>;
+
+/// Rounds one register (and counts it) on the cheapest path its lanes allow. FloatAddFirst (only
+/// with has_float_add and float_add) skips the single-binade test and sends every finite
+/// register to the float-arithmetic form: the kernels pick it while most registers miss the
+/// single-binade path (wide data), where the test itself is the cost.
+template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_point S, class V>
+[[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
+                                            [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
+                                            [[maybe_unused]] bool float_add = false) {
+  using src = source_layout<S>;
+  const V twice = u << 1;  // drops the sign
+  if constexpr (!FloatAddFirst) {
+    if (plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
-  if (any_lane(twice >= (src::inf_bits << 1))) {
+  if (any_lane_at_least(twice, src::inf_bits << 1)) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
     if constexpr (Count) counts.template add<false>(p, u, result, valid);
     return result;
   }
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (has_float_add<Mode, S, V>) {
+    if (FloatAddFirst || float_add) {
+      const V result = float_add_rounding<Mode>(p, u);
+      if constexpr (Count) counts.template add<true>(p, u, result, valid);
+      return result;
+    }
+  }
+#endif
   const V result = round_bits<Mode, lane_path::finite>(p, u, random);
   if constexpr (Count) counts.template add<true>(p, u, result, valid);
   return result;
+}
+
+/// float_add_applies where the float-arithmetic form exists, else false.
+template <std::floating_point S>
+inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (std::same_as<S, float>) return float_add_applies(p);
+#endif
+  return false;
+}
+
+/// Rounds registers of `in` from element i on, all by the float-arithmetic form (FloatAddFirst),
+/// until the end or until a tested register (every 64th) is plain; returns the index after the
+/// last register done. A function of its own, never inlined, with counters of its own: inside
+/// quantize_lanes the counters lived on the stack (a load and a store per counter and register),
+/// which made counting on wide data cost +75 %.
+template <rounding Mode, bool Count, std::floating_point S, class V>
+[[gnu::noinline]] std::size_t float_add_run(const rounding_plan<S>& plan, const S* in, S* out, std::size_t i,
+                                            std::size_t n, lane_counts<V>& counts) {
+  constexpr std::size_t lanes = sizeof(V) / sizeof(S);
+  const rounding_plan<S> p = plan;  // a local copy: stores to out cannot alias it
+  lane_counts<V> local;
+  for (unsigned done = 1; i + lanes <= n; ++done) {
+    const V u = load_lanes<V>(in + i);
+    store_lanes(out + i, round_lanes<Mode, Count, true>(p, u, V{}, local, ~V{}, true));
+    i += lanes;
+    if (done % 64 == 0 && plain_register(p, u << 1)) break;
+  }
+  if constexpr (Count) {
+    counts.overflows += local.overflows;
+    counts.underflows += local.underflows;
+    counts.nans += local.nans;
+    counts.infinities += local.infinities;
+  }
+  return i;
 }
 
 // The SIMD kernels below are host code. In a CUDA translation unit nvcc's device pass
@@ -138,12 +309,32 @@ template <rounding Mode, bool Count, std::floating_point S>
   const rounding_plan<S> p = r.plan();  // a local copy: stores to out cannot alias it
   lane_random<V> draw(r.rng());
   lane_counts<V> counts;
+  const bool float_add = use_float_add(p);
   std::size_t i = 0;
+  if constexpr (has_float_add<Mode, S, V>) {
+    // Which test goes first only changes speed, never bits: after 8 registers in a row miss the
+    // single-binade path, registers go straight to the float-arithmetic form (float_add_run);
+    // every 64th of those is tested again, and a plain one switches back.
+    if (float_add) {
+      unsigned misses = 0;
+      while (i + lanes <= n) {
+        if (misses >= 8) {
+          i = float_add_run<Mode, Count>(p, in, out, i, n, counts);
+          misses = 0;
+          continue;
+        }
+        const V u = load_lanes<V>(in + i);
+        misses = plain_register(p, u << 1) ? 0 : misses + 1;
+        store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, counts, ~V{}, true));
+        i += lanes;
+      }
+    }
+  }
   for (; i + lanes <= n; i += lanes) {
     const V u = load_lanes<V>(in + i);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
-    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, ~V{}));
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, ~V{}, float_add));
   }
   if (i < n) {  // the tail goes through the same register path, padded with zeros
     const std::size_t m = n - i;
@@ -151,7 +342,7 @@ template <rounding Mode, bool Count, std::floating_point S>
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
     const V valid = select(lane_indices<V>() < static_cast<bits>(m), ~V{}, V{});
-    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid), m);
+    store_lanes(out + i, round_lanes<Mode, Count>(p, u, random, counts, valid, float_add), m);
   }
   if constexpr (Count) counts.flush(*st, n);
 #else
@@ -181,6 +372,7 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
   const bool all_finite = p.fmt.encoding == specials::all_finite;
   lane_random<V> draw(r.rng());
   lane_counts<V> unused;
+  const bool float_add = use_float_add(p);
   const std::size_t n = in.size();
   // Returns the lane of the first value without a code, or m. Called with m = lanes in the main
   // loop, so its copies have a constant size once inlined.
@@ -188,7 +380,7 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
     const V u = load_lanes<V>(in.data() + i, m);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
-    const V rounded = round_lanes<Mode, false>(p, u, random, unused, ~V{});
+    const V rounded = round_lanes<Mode, false>(p, u, random, unused, ~V{}, float_add);
     const V codes = code_lanes(c, rounded);
     if (all_finite && any_lane((rounded << 1) >= (src::inf_bits << 1))) {
       std::size_t k = 0;

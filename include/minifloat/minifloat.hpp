@@ -8,6 +8,7 @@
 #include "format_name.hpp"
 #include "fp.hpp"
 #include "fp_math.hpp"
+#include "parallel.hpp"
 #include "random.hpp"
 #include "round.hpp"
 #include "stats.hpp"

@@ -48,7 +48,13 @@ struct counter_rng {
   /// The draw for low index words `low` (a scalar or a vector of them) under a block key.
   template <class L>
   static constexpr L bits32_keyed(L low, std::uint64_t block_key) {
-    L x = low * detail::golden32 + static_cast<std::uint32_t>(block_key);
+    return bits32_from_weyl(low * detail::golden32, block_key);
+  }
+  /// The same draw from the Weyl term low * golden32 (mod 2^32), which a caller drawing
+  /// consecutive indices can advance by addition instead of a multiply.
+  template <class L>
+  static constexpr L bits32_from_weyl(L weyl, std::uint64_t block_key) {
+    L x = weyl + static_cast<std::uint32_t>(block_key);
     x = detail::mix32(x ^ static_cast<std::uint32_t>(block_key >> 32));
     return detail::mix32(x + static_cast<std::uint32_t>(block_key >> 17));
   }

@@ -5,6 +5,7 @@
 
 #include <minifloat/storage/optimizers.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -501,4 +502,53 @@ TEST_CASE("a split or low tensor rebuilt from its parts continues bit for bit, s
   CHECK_THROWS_AS(ms::split_tensor::from_parts(layout, 0, 0, split.extra(), split.visible()), std::invalid_argument);
   CHECK_THROWS_AS(ms::low_tensor::from_parts(minifloat::e4m3, minifloat::rounding::nearest_even, 0, 0, low.codes()),
                   std::invalid_argument);
+}
+
+TEST_CASE("a split SGD or Adam step is the fp32 step on the restored weights, split again (every layout kind)",
+          "[optimizers]") {
+  const ms::split_layout layouts[] = {
+      {minifloat::bfloat16, 8},  {minifloat::bfloat16, 16}, {minifloat::binary16, 8},
+      {minifloat::e4m3, 8},      {minifloat::bfloat16, 9, ms::split_mode::stochastic},
+      {minifloat::binary16, 8, ms::split_mode::stochastic}, {minifloat::e4m3, 8, ms::split_mode::stochastic}};
+  const ms::sgd_options sgd_settings[] = {
+      {0.05, 0.9, 0, 1e-4, false, false}, {0.1, 0, 0, 0, false, false}, {0.05, 0.9, 0, 5e-4, true, true},
+      {0.01, 0.8, 0.1, 0, false, false}};
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    for (const auto& o : sgd_settings) {
+      std::mt19937 gen(5);
+      const auto initial = normal_vector(4133, 0.05f, gen);  // two chunks and a partial one
+      ms::split_tensor split(initial, l, 99);
+      ms::sgd_state split_state, reference_state;
+      for (int step = 0; step < 4; ++step) {
+        const auto grads = normal_vector(initial.size(), 0.01f, gen);
+        std::vector<float> reference = split.reconstruct();
+        ms::sgd_step(reference, grads, reference_state, o);
+        ms::split_tensor expected = ms::split_tensor::from_parts(l, split.seed(), split.generation(),
+                                                                 split.visible(), split.extra());
+        expected.assign(reference);  // the next generation, as the step's
+        ms::sgd_step(split, grads, split_state, o);
+        REQUIRE(std::ranges::equal(split.visible().words(), expected.visible().words()));
+        REQUIRE(std::ranges::equal(split.extra().words(), expected.extra().words()));
+        REQUIRE(bitwise_equal(split_state.momentum_buffer, reference_state.momentum_buffer));
+      }
+    }
+    std::mt19937 gen(6);
+    const auto initial = normal_vector(4133, 0.05f, gen);
+    ms::split_tensor split(initial, l, 3);
+    ms::adam_state split_state, reference_state;
+    const ms::adam_options o{1e-3, 0.9, 0.999, 1e-8, 1e-2, true};
+    for (int step = 0; step < 4; ++step) {
+      const auto grads = normal_vector(initial.size(), 0.01f, gen);
+      std::vector<float> reference = split.reconstruct();
+      ms::adam_step(reference, grads, reference_state, o);
+      ms::split_tensor expected =
+          ms::split_tensor::from_parts(l, split.seed(), split.generation(), split.visible(), split.extra());
+      expected.assign(reference);
+      ms::adam_step(split, grads, split_state, o);
+      REQUIRE(std::ranges::equal(split.visible().words(), expected.visible().words()));
+      REQUIRE(std::ranges::equal(split.extra().words(), expected.extra().words()));
+      REQUIRE(bitwise_equal(split_state.exp_avg, reference_state.exp_avg));
+    }
+  }
 }

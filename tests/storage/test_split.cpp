@@ -294,3 +294,54 @@ TEST_CASE("split_tensor: chunked load and store agree with the whole-tensor func
   t.visible_values(h);
   CHECK(h == truncated(t.reconstruct(), minifloat::binary16));
 }
+
+TEST_CASE("bfloat16 + 8 and + 16 truncating splits (the float-prefix path) store the core's codes and restore its values",
+          "[split]") {
+  // Values: every special, float's subnormals and extremes, NaN payloads of both signs, random bits.
+  std::mt19937 gen(7);
+  std::vector<float> x;
+  for (std::uint32_t b : {0x00000000U, 0x80000000U, 0x00000001U, 0x807fffffU, 0x00800000U, 0x7f7fffffU, 0xff7fffffU,
+                          0x7f800000U, 0xff800000U, 0x7fc00000U, 0xffc00000U, 0x7f800001U, 0xff800001U, 0x7fbfffffU,
+                          0xffffffffU, 0x7fc12345U, 0x3f800000U, 0x3f80ffffU, 0xbf80ff00U})
+    x.push_back(std::bit_cast<float>(b));
+  std::uniform_int_distribution<std::uint32_t> bits;
+  while (x.size() < 1037) x.push_back(std::bit_cast<float>(bits(gen)));  // not a multiple of 32: a partial last word
+  for (int k : {8, 16}) {
+    const ms::split_layout l{minifloat::bfloat16, k};
+    const format restored = l.restored();
+    INFO("bfloat16 + " << k);
+    split_words w(x.size(), l);
+    std::fill(w.visible.begin(), w.visible.end(), 0xA5A5A5A5U);  // the padding after the last field must be cleared
+    std::fill(w.extra.begin(), w.extra.end(), 0xA5A5A5A5U);
+    ms::split(x, l, w.visible, w.extra);
+    std::vector<float> out(x.size());
+    ms::reconstruct(w.visible, w.extra, l, out);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      INFO(i << ": " << std::hex << std::bit_cast<std::uint32_t>(x[i]));
+      const std::uint64_t code = minifloat::encode(x[i], restored, {minifloat::rounding::toward_zero,
+                                                                    minifloat::overflow::infinity});
+      REQUIRE(ms::get_field(w.visible, l.visible_bits(), i) == code >> k);
+      REQUIRE(ms::get_field(w.extra, k, i) == (code & ((std::uint64_t{1} << k) - 1)));
+      REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(minifloat::decode(code, restored)));
+    }
+    // The same words as the bit-packing of those codes, padding included.
+    std::vector<std::uint32_t> codes_h(x.size()), codes_e(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint64_t code = minifloat::encode(x[i], restored, {minifloat::rounding::toward_zero,
+                                                                    minifloat::overflow::infinity});
+      codes_h[i] = static_cast<std::uint32_t>(code >> k);
+      codes_e[i] = static_cast<std::uint32_t>(code & ((std::uint64_t{1} << k) - 1));
+    }
+    CHECK(ms::packed_array::from_values(codes_h, l.visible_bits()).words().size() == w.visible.size());
+    CHECK(std::ranges::equal(ms::packed_array::from_values(codes_h, l.visible_bits()).words(), w.visible));
+    CHECK(std::ranges::equal(ms::packed_array::from_values(codes_e, k).words(), w.extra));
+    // Arbitrary words (NaN codes with any payload among them) restore to the core's decode.
+    for (auto& v : w.visible) v = bits(gen);
+    for (auto& v : w.extra) v = bits(gen);
+    ms::reconstruct(w.visible, w.extra, l, out);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint64_t code = (std::uint64_t{ms::get_field(w.visible, 16, i)} << k) | ms::get_field(w.extra, k, i);
+      REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(minifloat::decode(code, restored)));
+    }
+  }
+}

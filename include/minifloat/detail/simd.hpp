@@ -9,9 +9,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
-#if defined(__AVX512F__)
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDA_ARCH__)
 #include <immintrin.h>
 #endif
+#include <cmath>
 
 namespace minifloat::detail {
 
@@ -105,6 +106,37 @@ template <class V>
   std::uint64_t acc = 0;
   for (std::uint64_t w : words) acc |= w;
   return acc != 0;
+}
+
+/// True when any lane of v is at least t (unsigned): on 64-byte registers of 32-bit lanes one
+/// compare into a mask register (GCC turns the generic form's compare into a vector of -1/0 and
+/// tests that again).
+template <class V, class B>
+[[gnu::always_inline]] inline bool any_lane_at_least(const V& v, B t) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64 && sizeof(v[0]) == 4) {
+    __m512i w;
+    std::memcpy(&w, &v, 64);
+    return _mm512_cmpge_epu32_mask(w, _mm512_set1_epi32(static_cast<int>(t))) != 0;
+  }
+#endif
+  return any_lane(v >= t);
+}
+
+/// out[i] = the correctly rounded square root of in[i] (IEEE 754 sqrt), i < n. The same bits as
+/// std::sqrt, but through the vector instruction: under the default -fmath-errno GCC keeps
+/// std::sqrt's errno branch in loops and does not vectorise them.
+inline void sqrt_floats(const float* in, float* out, std::size_t n) {
+  std::size_t i = 0;
+#if defined(__CUDA_ARCH__)
+#elif defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_maskz_sqrt_ps(0xffff, _mm512_loadu_ps(in + i)));
+#elif defined(__AVX__)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_sqrt_ps(_mm256_loadu_ps(in + i)));
+#elif defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm_sqrt_ps(_mm_loadu_ps(in + i)));
+#endif
+  for (; i < n; ++i) out[i] = std::sqrt(in[i]);
 }
 
 /// Sum of the lanes, widened.

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "../parallel.hpp"
 #include "detail/bitpack_kernels.hpp"
 
 namespace minifloat::storage {
@@ -154,6 +155,25 @@ void unpack(std::span<const std::uint32_t> words, std::size_t count, std::span<s
 inline void unpack(std::span<const std::uint32_t> words, int bits, std::size_t count, std::span<std::uint32_t> out) {
   detail::check_unpack(words, bits, count, out);
   detail::unpack_kernels[static_cast<std::size_t>(bits - 1)](words.data(), words.size(), count, out.data());
+}
+
+/// pack and unpack on up to t threads (parallel.hpp): chunks of whole 32-field groups start at
+/// whole words, so each thread writes its own words and the result is the one-thread call's.
+inline void pack(std::span<const std::uint32_t> values, int bits, std::span<std::uint32_t> words,
+                 minifloat::threads t) {
+  detail::check_pack(values, bits, words);
+  minifloat::detail::for_each_chunk(values.size(), t, [&](std::size_t, std::size_t start, std::size_t n) {
+    const std::size_t at = start / 32 * static_cast<std::size_t>(bits);
+    pack(values.subspan(start, n), bits, words.subspan(at, packed_words(n, bits)));
+  });
+}
+inline void unpack(std::span<const std::uint32_t> words, int bits, std::size_t count, std::span<std::uint32_t> out,
+                   minifloat::threads t) {
+  detail::check_unpack(words, bits, count, out);
+  minifloat::detail::for_each_chunk(count, t, [&](std::size_t, std::size_t start, std::size_t n) {
+    const std::size_t at = start / 32 * static_cast<std::size_t>(bits);
+    unpack(words.subspan(at, packed_words(n, bits)), bits, n, out.subspan(start, n));
+  });
 }
 
 /// Field `index` of words; std::out_of_range when it does not lie inside the span.

@@ -44,6 +44,8 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/simd.hpp"
+
 #include "low_tensor.hpp"
 #include "split.hpp"
 
@@ -170,20 +172,59 @@ inline void begin_step(sgd_state& s, std::size_t n, const sgd_factors& c) {
   ++s.steps;
 }
 
-/// torch.optim.SGD's update of weights p with gradients g and momentum buffer b (unused without momentum).
-inline void update(std::span<float> p, const float* g, float* b, const sgd_factors& factors) {
-  const sgd_factors c = factors;  // a local copy: stores to p and b cannot alias it, so the loop vectorizes
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    float d = c.maximize ? -g[i] : g[i];
-    if (c.weight_decay != 0) d = std::fma(c.weight_decay, p[i], d);  // d_p.add(param, alpha=weight_decay)
-    if (c.use_momentum) {
+/// Calls f with std::true_type or std::false_type: a run-time flag turned into a template argument.
+template <class F>
+void with_flag(bool flag, F f) {
+  if (flag) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+/// Weights as a plain float array, for the loops below (which also take split storage's
+/// float_prefix_weights, read and written in place).
+struct float_weights {
+  float* p;
+  float get(std::size_t i) const { return p[i]; }
+  void set(std::size_t i, float x) const { p[i] = x; }
+};
+
+/// torch.optim.SGD's update of n weights w with gradients g and momentum buffer b (unused without
+/// momentum), with the step's flags as template arguments: the loop has no branches and no
+/// conditional store, so it vectorizes wherever it is inlined (a run-time flag inside the loop kept
+/// it scalar inside the split step's chunk lambda).
+template <bool Maximize, bool Decay, bool Momentum, bool First, bool Nesterov, class Weights>
+void sgd_loop(Weights w, std::size_t n, const float* g, float* b, const sgd_factors c) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float weight = w.get(i);
+    float d = Maximize ? -g[i] : g[i];
+    if constexpr (Decay) d = std::fma(c.weight_decay, weight, d);  // d_p.add(param, alpha=weight_decay)
+    if constexpr (Momentum) {
       // buf = clone(d_p) on the first step, else buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
-      const float buf = c.first ? d : std::fma(c.dampening_complement, d, b[i] * c.momentum);
+      const float buf = First ? d : std::fma(c.dampening_complement, d, b[i] * c.momentum);
       b[i] = buf;
-      d = c.nesterov ? std::fma(c.momentum, buf, d) : buf;  // d_p.add(buf, alpha=momentum)
+      d = Nesterov ? std::fma(c.momentum, buf, d) : buf;  // d_p.add(buf, alpha=momentum)
     }
-    p[i] = std::fma(-c.lr, d, p[i]);  // param.add_(d_p, alpha=-lr)
+    w.set(i, std::fma(-c.lr, d, weight));  // param.add_(d_p, alpha=-lr)
   }
+}
+template <class Weights>
+void update(Weights w, std::size_t n, const float* g, float* b, const sgd_factors& c) {
+  with_flag(c.maximize, [&](auto maximize) {
+    with_flag(c.weight_decay != 0, [&](auto decay) {
+      if (!c.use_momentum) {
+        sgd_loop<decltype(maximize)::value, decltype(decay)::value, false, false, false>(w, n, g, b, c);
+        return;
+      }
+      with_flag(c.first, [&](auto first) {
+        with_flag(c.nesterov, [&](auto nesterov) {
+          sgd_loop<decltype(maximize)::value, decltype(decay)::value, true, decltype(first)::value,
+                   decltype(nesterov)::value>(w, n, g, b, c);
+        });
+      });
+    });
+  });
+}
+inline void update(std::span<float> p, const float* g, float* b, const sgd_factors& c) {
+  update(float_weights{p.data()}, p.size(), g, b, c);
 }
 
 /// An Adam step's float factors.
@@ -223,53 +264,64 @@ inline adam_factors next_factors(const adam_state& s, const adam_options& o) {
           o.first_moment};
 }
 
-/// Calls f with std::true_type or std::false_type: a run-time flag turned into a template argument.
-template <class F>
-void with_flag(bool flag, F f) {
-  if (flag) f(std::true_type{});
-  else f(std::false_type{});
-}
-
 /// torch.optim.Adam / AdamW's update of weights p with gradients g and moments m, v, with the
-/// step's flags as template arguments so the loop has no branches and vectorizes (std::sqrt
-/// still needs -fno-math-errno for that). ScaleAdd: PyTorch 1.x's first moment (SmallWeight unused).
-template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight, bool ScaleAdd>
-void adam_loop(std::span<float> p, const float* g, float* m, float* v, const adam_factors c) {
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    float grad = Maximize ? -g[i] : g[i];
-    float w = p[i];
-    // param.mul_(1 - lr * weight_decay), rounded on its own: written as w * decay, GCC's default
-    // -ffp-contract=fast fuses it into the final add (fma + -0 is the product, -0 kept).
-    if constexpr (Decay && Decoupled) w = std::fma(w, c.decay, -0.0f);
-    if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, w, grad);  // grad.add(param, alpha=wd)
-    if constexpr (ScaleAdd) {
-      m[i] = std::fma(c.lerp_weight, grad, m[i] * c.beta1);  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-    } else {
-      // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
-      const float diff = grad - m[i];
-      m[i] = SmallWeight ? std::fma(c.lerp_weight, diff, m[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+/// step's flags as template arguments so the loops have no branches and vectorize.
+/// ScaleAdd: PyTorch 1.x's first moment (SmallWeight unused). Each tile takes three passes
+/// (moments, square roots, weights) so that the square roots go through the vector instruction:
+/// under a user's default -fmath-errno, std::sqrt in the loop would keep it scalar. Every element
+/// sees the same operations in the same order as in one fused loop.
+template <bool Maximize, bool Decay, bool Decoupled, bool SmallWeight, bool ScaleAdd, class Weights>
+void adam_loop(Weights w, std::size_t size, const float* g, float* m, float* v, const adam_factors c) {
+  constexpr std::size_t tile = 1024;
+  float root[tile];
+  for (std::size_t start = 0; start < size; start += tile) {
+    const std::size_t n = std::min(tile, size - start);
+    const float* const gt = g + start;
+    float* const mt = m + start;
+    float* const vt = v + start;
+    for (std::size_t i = 0; i < n; ++i) {
+      float grad = Maximize ? -gt[i] : gt[i];
+      if constexpr (Decay && !Decoupled) grad = std::fma(c.weight_decay, w.get(start + i), grad);  // grad.add(param, alpha=wd)
+      if constexpr (ScaleAdd) {
+        mt[i] = std::fma(c.lerp_weight, grad, mt[i] * c.beta1);  // exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+      } else {
+        // exp_avg.lerp_(grad, 1 - beta1), with ATen's lerp: exact at both ends, whichever side the weight is on
+        const float diff = grad - mt[i];
+        mt[i] = SmallWeight ? std::fma(c.lerp_weight, diff, mt[i]) : std::fma(-diff, 1.0f - c.lerp_weight, grad);
+      }
+      vt[i] = std::fma(c.beta2_complement * grad, grad, vt[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
     }
-    v[i] = std::fma(c.beta2_complement * grad, grad, v[i] * c.beta2);  // mul_(beta2).addcmul_(grad, grad, 1 - beta2)
-    const float denom = std::sqrt(v[i]) / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
-    p[i] = w + c.neg_step_size * m[i] / denom;  // addcdiv_(exp_avg, denom, value=-step_size): self + value * t1 / t2
+    minifloat::detail::sqrt_floats(vt, root, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      float weight = w.get(start + i);
+      // param.mul_(1 - lr * weight_decay), rounded on its own: written as w * decay, GCC's default
+      // -ffp-contract=fast fuses it into the final add (fma + -0 is the product, -0 kept).
+      if constexpr (Decay && Decoupled) weight = std::fma(weight, c.decay, -0.0f);
+      const float denom = root[i] / c.bias_correction2_sqrt + c.eps;  // (sqrt / bc2_sqrt).add_(eps)
+      w.set(start + i, weight + c.neg_step_size * mt[i] / denom);  // addcdiv_(exp_avg, denom, value=-step_size): self + value * t1 / t2
+    }
   }
 }
-inline void update(std::span<float> p, const float* g, float* m, float* v, const adam_factors& c) {
+template <class Weights>
+void update(Weights w, std::size_t n, const float* g, float* m, float* v, const adam_factors& c) {
   with_flag(c.maximize, [&](auto maximize) {
     with_flag(c.weight_decay != 0, [&](auto decay) {
       with_flag(c.decoupled, [&](auto decoupled) {
         if (c.first_moment == adam_first_moment::scale_add) {
-          adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value, false, true>(p, g, m,
-                                                                                                               v, c);
+          adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value, false, true>(w, n, g,
+                                                                                                               m, v, c);
           return;
         }
         with_flag(std::fabs(c.lerp_weight) < 0.5f, [&](auto small) {
           adam_loop<decltype(maximize)::value, decltype(decay)::value, decltype(decoupled)::value,
-                    decltype(small)::value, false>(p, g, m, v, c);
+                    decltype(small)::value, false>(w, n, g, m, v, c);
         });
       });
     });
   });
+}
+inline void update(std::span<float> p, const float* g, float* m, float* v, const adam_factors& c) {
+  update(float_weights{p.data()}, p.size(), g, m, v, c);
 }
 
 /// Restores each chunk of t, applies `step(chunk, offset)`, stores it again as a new generation.
@@ -359,6 +411,9 @@ struct step_plan {
   }
   void commit() {
     begin_step(state, params.size(), factors);
+    // Split layouts whose pairs are float prefixes step in one pass over the packed words.
+    if constexpr (std::same_as<W, split_tensor>)
+      if (params.rewrite_float_prefix([&](auto weights) { state_update(*this, weights); })) return;
     update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); });
   }
 };
@@ -393,6 +448,12 @@ void state_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
   update(w, s.grads.data() + at, buffer == nullptr ? nullptr : buffer + at, s.factors);
 }
 
+/// SGD on all weights in place (a split tensor's float_prefix_weights) and the momentum buffer.
+template <chunked_weights W, class Weights>
+void state_update(const sgd_plan<W>& s, Weights w) {
+  update(w, w.size(), s.grads.data(), s.state.momentum_buffer.data(), s.factors);
+}
+
 /// From magnitudes alone: every weight Adam updates is finite.
 template <chunked_weights W>
 bool provably_storable(const adam_plan<W>& s) {
@@ -418,6 +479,12 @@ void scratch_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
 template <chunked_weights W>
 void state_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
   update(w, s.grads.data() + at, s.state.exp_avg.data() + at, s.state.exp_avg_sq.data() + at, s.factors);
+}
+
+/// Adam on all weights in place (a split tensor's float_prefix_weights) and the moments.
+template <chunked_weights W, class Weights>
+void state_update(const adam_plan<W>& s, Weights w) {
+  update(w, w.size(), s.grads.data(), s.state.exp_avg.data(), s.state.exp_avg_sq.data(), s.factors);
 }
 
 /// Multi-tensor step: every group's sizes, then every group's storability, then every commit.

@@ -22,9 +22,11 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -165,6 +167,105 @@ inline void reconstruct_block(const split_layout& l, std::uint32_t* visible, con
   decode(std::span<const std::uint32_t>(visible, out.size()), out, l.restored());
 }
 
+/// The layouts whose pairs are the leading bits of a float: bfloat16 + 8 or + 16, truncating.
+/// Their restored format R = fp(8, 7 + k, 127) has float's binades and specials, so R's code of
+/// a float x (toward zero) is x's bits shifted right by 16 - k and R's value of a code is the code
+/// shifted back — except NaN, which the core encodes as R's quiet NaN of its sign and decodes as
+/// float's (the payload is not kept) — and with 16- and 8-bit fields the packed words are plain
+/// little-endian arrays. split_into and reconstruct take these layouts in one pass per block
+/// without the core's encode and decode or the bit-packing kernels; tests/storage/test_split.cpp
+/// checks them against the core (every special, subnormals, NaN payloads, arbitrary codes).
+inline bool float_prefix_layout(const split_layout& l) {
+  return std::endian::native == std::endian::little && l.visible == bfloat16 && l.mode == split_mode::truncate &&
+         (l.extra_bits == 8 || l.extra_bits == 16);
+}
+
+/// The float bits whose prefix a pair of a float_prefix_layout keeps: NaN made the quiet NaN of
+/// its sign (what the core's R encodes and decodes NaN to), every other float unchanged.
+inline std::uint32_t canonical_nan_bits(std::uint32_t bits) {
+  constexpr std::uint32_t quiet_nan = 0x7FC00000U;  // float's exponent field all ones and its quiet bit
+  return (bits & 0x7FFFFFFFU) > 0x7F800000U ? (bits & 0x80000000U) | quiet_nan : bits;
+}
+
+/// The weights of a float_prefix_layout seen one at a time in place: get(i) is reconstruct's
+/// value of pair i, set(i, x) stores x as split_into does. An optimizer's one-pass loop reads and
+/// writes the packed words through it (no restored copy, no chunk passes).
+template <class Extra>
+class float_prefix_weights {
+ public:
+  static constexpr int k = 8 * sizeof(Extra);
+  float_prefix_weights(std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words, std::size_t n)
+      : visible_(reinterpret_cast<unsigned char*>(visible_words.data())),
+        extra_(reinterpret_cast<unsigned char*>(extra_words.data())),
+        size_(n) {}
+  std::size_t size() const { return size_; }
+  float get(std::size_t i) const {
+    std::uint16_t h;
+    Extra e;
+    std::memcpy(&h, visible_ + 2 * i, 2);
+    std::memcpy(&e, extra_ + sizeof(Extra) * i, sizeof(Extra));
+    return std::bit_cast<float>(canonical_nan_bits(((std::uint32_t{h} << k) | e) << (16 - k)));
+  }
+  void set(std::size_t i, float x) const {
+    const std::uint32_t code = canonical_nan_bits(std::bit_cast<std::uint32_t>(x)) >> (16 - k);
+    const auto h = static_cast<std::uint16_t>(code >> k);
+    const auto e = static_cast<Extra>(code);
+    std::memcpy(visible_ + 2 * i, &h, 2);
+    std::memcpy(extra_ + sizeof(Extra) * i, &e, sizeof(Extra));
+  }
+
+ private:
+  unsigned char* visible_;
+  unsigned char* extra_;
+  std::size_t size_;
+};
+
+/// split_into for a float_prefix_layout with extra fields of type Extra (uint8_t or uint16_t).
+template <class Extra>
+void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visible_words,
+                        std::span<std::uint32_t> extra_words) {
+  constexpr int k = 8 * sizeof(Extra);
+  std::uint16_t visible[block_values];
+  Extra extra[block_values];
+  auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
+  auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
+  for (std::size_t start = 0; start < x.size(); start += block_values) {
+    const std::size_t m = std::min(block_values, x.size() - start);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t code = canonical_nan_bits(std::bit_cast<std::uint32_t>(x[start + i])) >> (16 - k);
+      visible[i] = static_cast<std::uint16_t>(code >> k);
+      extra[i] = static_cast<Extra>(code);
+    }
+    std::memcpy(vbytes + start * 2, visible, m * 2);
+    std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
+  }
+  // As pack: the bits after the last field of the last word are zero (no words for no values).
+  if (x.empty()) return;
+  const std::size_t vend = packed_words(x.size(), 16) * 4, eend = packed_words(x.size(), k) * 4;
+  std::memset(vbytes + x.size() * 2, 0, vend - x.size() * 2);
+  std::memset(ebytes + x.size() * sizeof(Extra), 0, eend - x.size() * sizeof(Extra));
+}
+
+/// reconstruct for a float_prefix_layout with extra fields of type Extra.
+template <class Extra>
+void reconstruct_float_prefix(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
+                              std::span<float> out) {
+  constexpr int k = 8 * sizeof(Extra);
+  std::uint16_t visible[block_values];
+  Extra extra[block_values];
+  const auto* const vbytes = reinterpret_cast<const unsigned char*>(visible_words.data());
+  const auto* const ebytes = reinterpret_cast<const unsigned char*>(extra_words.data());
+  for (std::size_t start = 0; start < out.size(); start += block_values) {
+    const std::size_t m = std::min(block_values, out.size() - start);
+    std::memcpy(visible, vbytes + start * 2, m * 2);
+    std::memcpy(extra, ebytes + start * sizeof(Extra), m * sizeof(Extra));
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t code = (std::uint32_t{visible[i]} << k) | extra[i];
+      out[start + i] = std::bit_cast<float>(canonical_nan_bits(code << (16 - k)));
+    }
+  }
+}
+
 /// split() with a prepared plan; x is element `first` onwards of the array (first % 32 == 0) and
 /// the word spans start at that element.
 inline void split_into(const split_plan& p, std::span<const float> x, std::size_t first,
@@ -174,6 +275,11 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
   const auto eb = static_cast<std::size_t>(l.extra_bits);
   check_words(visible_words.size(), x.size(), l.visible_bits(), "minifloat::storage::split");
   check_words(extra_words.size(), x.size(), l.extra_bits, "minifloat::storage::split");
+  if (float_prefix_layout(l)) {
+    if (l.extra_bits == 8) split_float_prefix<std::uint8_t>(x, visible_words, extra_words);
+    else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
+    return;
+  }
   std::uint32_t visible[block_values], extra[block_values];
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
@@ -200,6 +306,11 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
   const auto eb = static_cast<std::size_t>(l.extra_bits);
   detail::check_words(visible_words.size(), out.size(), l.visible_bits(), "minifloat::storage::reconstruct");
   detail::check_words(extra_words.size(), out.size(), l.extra_bits, "minifloat::storage::reconstruct");
+  if (detail::float_prefix_layout(l)) {
+    if (l.extra_bits == 8) detail::reconstruct_float_prefix<std::uint8_t>(visible_words, extra_words, out);
+    else detail::reconstruct_float_prefix<std::uint16_t>(visible_words, extra_words, out);
+    return;
+  }
   std::uint32_t visible[detail::block_values], extra[detail::block_values];
   for (std::size_t start = 0; start < out.size(); start += detail::block_values) {
     const std::size_t m = std::min(detail::block_values, out.size() - start);
@@ -300,6 +411,20 @@ class split_tensor {
   }
   /// The visible format (what the messages of a rejected store name).
   const format& stored_format() const { return layout_.visible; }
+  /// For a float-prefix layout (bfloat16 + 8 or + 16, truncating: detail::float_prefix_layout),
+  /// starts a new generation and calls f(detail::float_prefix_weights<uint8_t or uint16_t>) to
+  /// rewrite the weights in place, element by element; returns false, calling nothing, for other
+  /// layouts. f must set every weight it reads what store() would store for it.
+  template <class F>
+  bool rewrite_float_prefix(F f) {
+    if (!detail::float_prefix_layout(layout_)) return false;
+    next_generation();
+    if (layout_.extra_bits == 8)
+      f(detail::float_prefix_weights<std::uint8_t>(visible_.words(), extra_.words(), size()));
+    else
+      f(detail::float_prefix_weights<std::uint16_t>(visible_.words(), extra_.words(), size()));
+    return true;
+  }
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
     ++generation_;
