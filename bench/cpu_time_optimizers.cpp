@@ -1,4 +1,4 @@
-// CPU-time companion of bench_split_optimizers (not built by CMake; docs/performance.md gives the
+// CPU-time companion of bench_split_optimizers (built by CMake as build/release/bench/cpu_time_optimizers, or by hand as below; docs/performance.md gives the
 // command): the library's fp32 SGD or Adam step and split steps on the same 16M weights and
 // gradients, thread CPU time, best of 5 steps after one untimed step.
 //   g++ -std=c++20 -O3 -march=native -Iinclude bench/cpu_time_optimizers.cpp -o /tmp/cpu_time_optimizers

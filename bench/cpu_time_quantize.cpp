@@ -1,4 +1,4 @@
-// CPU-time companion of bench_quantize (not built by CMake; docs/performance.md gives the command):
+// CPU-time companion of bench_quantize (built by CMake as build/release/bench/cpu_time_quantize, or by hand as below; docs/performance.md gives the command):
 // minifloat::quantize with and without a rounding_stats, 64K values (in cache), both benchmark data
 // sets, thread CPU time, best of 5 passes of `reps` calls. Under a shared machine's load the wall
 // clock swings by +-30 %; thread CPU time does not count time the scheduler gave to others.
