@@ -424,3 +424,53 @@ TEST_CASE("bad block formats, layouts and spans are rejected with the field name
   CHECK(mf::nvfp4.bits_per_value() == 4.5);
   CHECK(mf::mxfp8_e4m3.bits_per_value() == 8.25);
 }
+
+TEST_CASE("groups of 16 blocks on either core path give the scalar core's rounding of V/X in every mode, with counts",
+          "[block]") {
+  // N(0, 1) data: MXFP8 blocks mostly take the core's one-binade path, MXFP4/MXFP6/MXINT8 blocks
+  // the general finite path (their scaled values fall below the element's smallest normal);
+  // one block in the middle saturates, one holds a float subnormal, one is all zero.
+  std::mt19937_64 gen(77);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(40 * 32 + 17);
+  for (auto& v : x) v = normal(gen);
+  for (std::size_t i = 0; i < 32; ++i) x[64 + i] = 0.0f;
+  x[200] = 1e-40f;
+  x[300] = 511.0f, x[301] = 470.0f;
+  for (const auto& c : mx_cases)
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
+                            mf::rounding::toward_positive, mf::rounding::toward_negative, mf::rounding::to_odd,
+                            mf::rounding::stochastic})
+      for (const auto rule : {mf::scale_rule::floor, mf::scale_rule::ceil}) {
+        INFO(c.name << " mode " << int(mode) << " rule " << int(rule));
+        const mf::block_options o{.mode = mode, .rule = rule, .seed = 5};
+        std::vector<float> got(x.size());
+        mf::block_stats st;
+        mf::quantize_blocks(x, got, c.f, o, {}, st);
+        const mf::rounder<float> r(c.f.element, {mode, mf::overflow::saturate, 0, 5});
+        mf::rounding_stats want;
+        for (std::size_t begin = 0; begin < x.size(); begin += 32) {
+          const std::size_t end = std::min(begin + 32, x.size());
+          float amax = 0;
+          for (std::size_t i = begin; i < end; ++i) amax = std::max(amax, std::fabs(x[i]));
+          const int s = mf::mx_scale_for(amax, c.f.element, rule).exponent;
+          for (std::size_t i = begin; i < end; ++i) {
+            const float y = static_cast<float>(std::ldexp(double(x[i]), -s));
+            const float q = r(y, i);
+            float expect = static_cast<float>(std::ldexp(double(q), s));
+            if (c.f.integer_elements && expect == 0) expect = 0;
+            INFO("element " << i);
+            REQUIRE(same(got[i], expect));
+            want.overflows += std::fabs(y) >= std::bit_cast<float>(r.plan().threshold_bits);
+            want.underflows += y != 0 && q == 0;
+          }
+        }
+        CHECK(st.elements.overflows == want.overflows);
+        CHECK(st.elements.underflows == want.underflows);
+        std::vector<std::uint8_t> elements(x.size()), scales(mf::block_count(x.size(), c.f, {}));
+        mf::encode_blocks(x, elements, scales, c.f, o);
+        std::vector<float> back(x.size());
+        mf::decode_blocks(elements, scales, back, c.f);
+        for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(back[i], got[i]));
+      }
+}

@@ -278,36 +278,44 @@ template <class V>
   }
 }
 
-/// Lane b of the result = the largest lane of v[b], for 16 registers of 16 lanes: four levels
-/// of pairwise shuffles and maxima (15 shuffle pairs instead of 16 separate reductions).
-template <class V>
-[[gnu::always_inline]] inline V transposed_max16(const V (&v)[16]) {
+/// Lane b of the result = `op` over the lanes of v[b], for 16 registers of 16 lanes: four levels
+/// of pairwise shuffles and `op` (15 shuffle pairs instead of 16 separate reductions).
+template <class V, class Op>
+[[gnu::always_inline]] inline V transposed16(const V (&v)[16], Op op) {
   if constexpr (sizeof(V) / sizeof(std::uint32_t) != 16) {
+    (void)op;
     return V{};  // only called with 16 lanes
   } else {
     V l1[8], l2[4], l3[2];
     for (int i = 0; i < 8; ++i)  // [x partials (8) | y partials (8)]
-      l1[i] = lane_max(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
-                       __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31));
+      l1[i] = op(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                 __builtin_shufflevector(v[2 * i], v[2 * i + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31));
     for (int i = 0; i < 4; ++i)  // four registers' partials, 4 lanes each
-      l2[i] = lane_max(__builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
-                       __builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
+      l2[i] = op(__builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+                 __builtin_shufflevector(l1[2 * i], l1[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31));
     for (int i = 0; i < 2; ++i)  // eight registers' partials, 2 lanes each
-      l3[i] = lane_max(__builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
-                       __builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31));
-    return lane_max(__builtin_shufflevector(l3[0], l3[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
-                    __builtin_shufflevector(l3[0], l3[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
+      l3[i] = op(__builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
+                 __builtin_shufflevector(l2[2 * i], l2[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31));
+    return op(__builtin_shufflevector(l3[0], l3[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),
+              __builtin_shufflevector(l3[0], l3[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
   }
 }
+
+/// How the registers of a block are rounded: `checked` lets round_lanes (bulk.hpp) choose the
+/// core's path per register; `plain` and `finite` are the core's paths themselves, for blocks
+/// whose largest and smallest magnitudes show that every lane meets what the path assumes.
+enum class block_path : std::uint8_t { checked, plain, finite };
 
 /// One kernel for all block operations. For each block: gather its values (strided for axis 0),
 /// find the scale, round every element with the core, and hand the rounded register to `sink`
 /// (which writes dequantized values or codes).
 template <rounding Mode, bool Count, bool Divide, class Sink>
 [[gnu::flatten]] void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
-                                   const block_layout& layout, const scale_finder& scales, Sink& sink,
+                                   const block_layout& layout, const scale_finder& scales, Sink sink,
                                    block_stats* st) {
 #if !defined(__CUDA_ARCH__)  // host-only SIMD: see the note above quantize_lanes in bulk.hpp
+  // `sink` is a copy (a few pointers): its output pointers then stay in registers, where a
+  // reference would be reloaded after every store that might alias it.
   using V = simd_t<std::uint32_t>;
   using FV = typename vector_of<float, sizeof(V)>::type;
   constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
@@ -328,8 +336,9 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
 
   // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
   // scale s and hands each register to the sink.
-  const auto round_block = [&](const float* values, std::size_t first, std::size_t stride, std::size_t m,
-                               std::size_t block_index, const block_scale& s) [[gnu::always_inline]] {
+  const auto round_block = [&]<block_path How>(const float* values, std::size_t first, std::size_t stride,
+                                               std::size_t m, std::size_t block_index,
+                                               const block_scale& s) [[gnu::always_inline]] {
     const FV to = FV{} + s.to_element;
     const FV from = FV{} + s.from_element;
     // One register of the block; `Full` (a full register) makes loads and stores constant-size.
@@ -350,97 +359,156 @@ template <rounding Mode, bool Count, bool Divide, class Sink>
       std::memcpy(&y_bits, &y, sizeof y);
       if constexpr (Count && Divide)
         if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
-      V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
+      V rounded;
+      if constexpr (How == block_path::plain) {
+        rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
+      } else if constexpr (How == block_path::finite) {
+        rounded = round_bits<Mode, lane_path::finite>(p, y_bits, random);
+        if constexpr (Count) counts.template add<true>(p, y_bits, rounded, valid);
+      } else {
+        rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
+      }
       if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
       sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
     };
     std::size_t j = 0;
     for (; j + lanes <= m; j += lanes) one_register.template operator()<true>(j, lanes);
     if (j < m) one_register.template operator()<false>(j, m - j);
-    sink.end_block(block_index, s);
+    sink.end_block(block_index, s.code);
+  };
+
+  // One full register of a block of a group (below): contiguous, scaled by a power of two, on
+  // the path its block's extremes allow.
+  const auto group_register = [&]<block_path How>(const float* values, std::size_t first, FV to,
+                                                  FV from) [[gnu::always_inline]] {
+    const FV y = load_lanes<FV>(values) * to;
+    V random{};
+    if constexpr (Mode == rounding::stochastic) random = draw(o.index + first);
+    V y_bits;
+    std::memcpy(&y_bits, &y, sizeof y);
+    V rounded;
+    if constexpr (How == block_path::plain) {
+      rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
+    } else {
+      rounded = round_bits<Mode, lane_path::finite>(p, y_bits, random);
+      if constexpr (Count) counts.template add<true>(p, y_bits, rounded, ~V{});
+    }
+    if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+    sink.put(first, 1, lanes, rounded, from);
+  };
+
+  // Block k of a line (row for axis 1, column for axis 0), on its own.
+  const auto one_block = [&](std::size_t line, std::size_t k) [[gnu::always_inline]] {
+    const std::size_t begin = k * B;
+    const std::size_t m = std::min(B, (along_rows ? cols : rows) - begin);
+    // position of element j of this block in the tensor: first + j * stride
+    const std::size_t first = along_rows ? line * cols + begin : begin * cols + line;
+    const std::size_t stride = along_rows ? 1 : cols;
+    const float* values = in.data() + first;
+    if (stride != 1) {
+      for (std::size_t j = 0; j < m; ++j) gathered[j] = in[first + j * stride];
+      values = gathered;
+    }
+    const std::size_t block_index = along_rows ? line * blocks_per_line + k : k * cols + line;
+    // amax as bits: |v| orders like its bit pattern, and NaN patterns lie above Inf's
+    V amax{};
+    std::size_t i = 0;
+    for (; i + lanes <= m; i += lanes) amax = lane_max(amax, load_lanes<V>(values + i) & 0x7fffffffu);
+    if (i < m) amax = lane_max(amax, load_lanes<V>(values + i, m - i) & 0x7fffffffu);
+    const std::uint32_t amax_bits = max_lane(amax);
+    block_scale s;
+    if (const int field = static_cast<int>(amax_bits >> 23);
+        !Divide && field > 0 && field < 255 && scales.rule == scale_rule::floor && field - emax_plus_bias >= -126 &&
+        field - emax_plus_bias <= 126) {
+      // the common MX case inline: a normal amax, no clamping, the floor rule; 2^±s from bits
+      const int e = field - emax_plus_bias;
+      s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
+      s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
+      s.code = static_cast<std::uint8_t>(e + 127);
+    } else {
+      s = scales(amax_bits);
+    }
+    ++blocks;
+    clamped += s.clamped;
+    if (s.nan) {
+      ++nan_blocks;
+      if constexpr (Count) {
+        rounding_stats& e = st->elements;
+        for (std::size_t j = 0; j < m; ++j) {
+          const auto a = std::bit_cast<std::uint32_t>(values[j]) & 0x7fffffffu;
+          e.nans += a > 0x7f800000u;
+          e.infinities += a == 0x7f800000u;
+          e.overflows += a >= 0x7f800000u;
+        }
+      }
+      sink.nan_block(block_index, first, stride, m, s);
+      return;
+    }
+    round_block.template operator()<block_path::checked>(values, first, stride, m, block_index, s);
   };
 
   for (std::size_t line = 0; line < lines; ++line) {
     std::size_t k = 0;
     if constexpr (!Divide && lanes == 16) {
-      // Groups of 16 full, contiguous MX blocks: their 16 maxima land in one register by a
-      // transposed halving tree, and the scales of all 16 are computed in vector arithmetic.
-      // Any unusual block (zero, NaN/Inf, subnormal amax, clamping, the ceil rule) sends the
-      // group to the one-block path below.
-      const std::size_t full_blocks = along_rows ? cols / B : 0;
-      if (B % lanes == 0 && scales.rule == scale_rule::floor)
-        for (; k + 16 <= full_blocks; k += 16) {
-          const float* base = in.data() + line * cols + k * B;
-          V amax[16];
-          for (std::size_t b = 0; b < 16; ++b) {
-            V a{};
-            for (std::size_t j = 0; j < B; j += lanes) a = lane_max(a, load_lanes<V>(base + b * B + j) & 0x7fffffffu);
-            amax[b] = a;
+      // Groups of 16 full, contiguous MX blocks: their 16 largest magnitudes (and 16 smallest
+      // nonzero ones) land in one register each by a transposed halving tree, and the 16 scales
+      // follow in vector arithmetic. The extremes also tell, per block, which path of the core
+      // fits all of its elements: the one-binade shortcut when every scaled magnitude is zero or
+      // between the element format's smallest normal and its overflow threshold, else the
+      // general finite path (no NaN or Inf can be inside: amax is finite). A group with an
+      // unusual block (zero, NaN/Inf, float-subnormal amax, a clamped scale) takes the
+      // one-block path below, block by block.
+      const std::size_t full_blocks = along_rows && B % lanes == 0 ? cols / B : 0;
+      for (; k + 16 <= full_blocks; k += 16) {
+        const float* base = in.data() + line * cols + k * B;
+        V largest[16], smallest[16];
+        for (std::size_t b = 0; b < 16; ++b) {
+          V hi{}, lo = ~V{};
+          for (std::size_t j = 0; j < B; j += lanes) {
+            const V a = load_lanes<V>(base + b * B + j) & 0x7fffffffu;
+            hi = lane_max(hi, a);
+            lo = lane_min(lo, a - 1u);  // zero wraps to the top: the smallest nonzero, minus one
           }
-          const V m = transposed_max16(amax);
-          const V field = m >> 23;
-          const V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
-          // fast when every field is 1..254 and every exponent in -126..126 (so 2^±e are normal)
-          if (any_lane((field - 1u > 253u) | (e + 126u > 252u))) break;
-          const V to_bits = (127u - e) << 23, from_bits = (127u + e) << 23;
-          for (std::size_t b = 0; b < 16; ++b) {
-            block_scale s;
-            s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(to_bits[b]));
-            s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(from_bits[b]));
-            s.code = static_cast<std::uint8_t>(e[b] + 127u);
-            round_block(base + b * B, line * cols + (k + b) * B, 1, B, line * blocks_per_line + k + b, s);
-          }
-          blocks += 16;
+          largest[b] = hi;
+          smallest[b] = lo;
         }
-    }
-    for (; k < blocks_per_line; ++k) {
-      const std::size_t begin = k * B;
-      const std::size_t m = std::min(B, (along_rows ? cols : rows) - begin);
-      // position of element j of this block in the tensor: first + j * stride
-      const std::size_t first = along_rows ? line * cols + begin : begin * cols + line;
-      const std::size_t stride = along_rows ? 1 : cols;
-      const float* values = in.data() + first;
-      if (stride != 1) {
-        for (std::size_t j = 0; j < m; ++j) gathered[j] = in[first + j * stride];
-        values = gathered;
-      }
-      const std::size_t block_index = along_rows ? line * blocks_per_line + k : k * cols + line;
-      // amax as bits: |v| orders like its bit pattern, and NaN patterns lie above Inf's
-      V amax{};
-      std::size_t i = 0;
-      for (; i + lanes <= m; i += lanes) amax = lane_max(amax, load_lanes<V>(values + i) & 0x7fffffffu);
-      if (i < m) amax = lane_max(amax, load_lanes<V>(values + i, m - i) & 0x7fffffffu);
-      const std::uint32_t amax_bits = max_lane(amax);
-      block_scale s;
-      if (const int field = static_cast<int>(amax_bits >> 23);
-          !Divide && field > 0 && field < 255 && scales.rule == scale_rule::floor && field - emax_plus_bias >= -126 &&
-          field - emax_plus_bias <= 126) {
-        // the common MX case inline: a normal amax, no clamping, the floor rule; 2^±s from bits
-        const int e = field - emax_plus_bias;
-        s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
-        s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
-        s.code = static_cast<std::uint8_t>(e + 127);
-      } else {
-        s = scales(amax_bits);
-      }
-      ++blocks;
-      clamped += s.clamped;
-      if (s.nan) {
-        ++nan_blocks;
-        if constexpr (Count) {
-          rounding_stats& e = st->elements;
-          for (std::size_t j = 0; j < m; ++j) {
-            const auto a = std::bit_cast<std::uint32_t>(values[j]) & 0x7fffffffu;
-            e.nans += a > 0x7f800000u;
-            e.infinities += a == 0x7f800000u;
-            e.overflows += a >= 0x7f800000u;
-          }
+        const V amax = transposed16(largest, [](V a, V b) { return lane_max(a, b); });
+        const V amin = transposed16(smallest, [](V a, V b) { return lane_min(a, b); }) + 1u;
+        const V field = amax >> 23;
+        V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
+        // ceil: one more where amax / 2^e (bits amax - e << 23, a normal float) exceeds the max
+        if (scales.rule == scale_rule::ceil) e = e + select(amax - (e << 23) > p.max_bits, V{} + 1u, V{});
+        // fast when every field is 1..254 and every exponent in -126..126 (so 2^±e are normal)
+        if (any_lane(select(field - 1u > 253u, ~V{}, V{}) | select(e + 126u > 252u, ~V{}, V{}))) {
+          for (std::size_t b = 0; b < 16; ++b) one_block(line, k + b);
+          continue;
         }
-        sink.nan_block(block_index, first, stride, m, s);
-        continue;
+        const V min_field = amin >> 23;
+        const V plain = p.plain_path ? select(amax - (e << 23) < p.threshold_bits, ~V{}, V{}) &
+                                           select(min_field != 0u, ~V{}, V{}) &
+                                           select(min_field + 1024u - e >= p.emin_field + 1024u, ~V{}, V{})
+                                     : V{};
+        alignas(64) std::uint32_t to_bits[16], from_bits[16], plain_block[16];
+        store_lanes(to_bits, V((127u - e) << 23));
+        store_lanes(from_bits, V((127u + e) << 23));
+        store_lanes(plain_block, plain);
+        for (std::size_t b = 0; b < 16; ++b) {
+          const FV to = FV{} + std::bit_cast<float>(to_bits[b]);
+          const FV from = FV{} + std::bit_cast<float>(from_bits[b]);
+          const float* values = base + b * B;
+          const std::size_t first = line * cols + (k + b) * B;
+          if (plain_block[b] != 0)
+            for (std::size_t j = 0; j < B; j += lanes)
+              group_register.template operator()<block_path::plain>(values + j, first + j, to, from);
+          else
+            for (std::size_t j = 0; j < B; j += lanes)
+              group_register.template operator()<block_path::finite>(values + j, first + j, to, from);
+          sink.end_block(line * blocks_per_line + k + b, static_cast<std::uint8_t>(e[b] + 127u));
+        }
+        blocks += 16;
       }
-      round_block(values, first, stride, m, block_index, s);
     }
+    for (; k < blocks_per_line; ++k) one_block(line, k);
   }
   if constexpr (Count) {
     counts.flush(st->elements, n);
@@ -495,7 +563,7 @@ struct dequantize_sink {
   void nan_block(std::size_t, std::size_t first, std::size_t stride, std::size_t m, const block_scale&) {
     for (std::size_t j = 0; j < m; ++j) out[first + j * stride] = std::numeric_limits<float>::quiet_NaN();
   }
-  void end_block(std::size_t, const block_scale&) {}
+  void end_block(std::size_t, std::uint8_t) {}
 };
 
 /// Element codes and scale codes.
@@ -518,7 +586,7 @@ struct code_sink {
     for (std::size_t j = 0; j < m; ++j) elements[first + j * stride] = nan_element;
     scales[b] = s.code;
   }
-  void end_block(std::size_t b, const block_scale& s) { scales[b] = s.code; }
+  void end_block(std::size_t b, std::uint8_t code) { scales[b] = code; }
 };
 
 inline scale_finder make_scale_finder(std::span<const float> in, const block_format& f, const block_options& o) {
