@@ -155,6 +155,8 @@ def run(todo, out, jobs, python):
                 if not queue:
                     return
                 cfg, seed = queue.pop(0)
+                if os.path.exists(cfg.csv(out, seed)):   # finished meanwhile (another reproduce.py)
+                    continue
                 log(f"start {cfg.part}/{cfg.name} seed {seed} ({len(queue)} queued)")
             _run_one(cfg, seed, out, python, env, lock, log)
 
