@@ -30,6 +30,18 @@ CSV_COLUMNS = [
     "saved_activation_fp32_peak_bytes", "saved_weight_peak_bytes", "saved_other_peak_bytes",
     "optimizer_weight_bytes", "optimizer_state_bytes", "seconds",
 ]
+# Appended with --dynamic: whether bitlengths learned in the epoch; per class (w weights, a
+# activations) the mean [min, max over tensors] of the epoch's stored mantissa, exponent and total
+# bits per value; the run's cumulative footprint reductions vs fp32 per Table-1 column (all
+# tensors, then _w / _a per class; +G columns empty without --dc-gecko); BitWave's container at the
+# epoch's end and its running means.
+DYNAMIC_COLUMNS = ["dc_learning"] + [
+    f"{c}_{comp}_{stat}" for c in ("w", "a") for comp in ("mantissa", "exponent", "total") for stat in ("mean", "min", "max")
+] + [f"red_{v}{scope}" for scope in ("", "_w", "_a") for v in ("qm", "qe", "qe_g", "qm_qe", "qm_qe_g")] + [
+    "bw_mantissa_bits", "bw_narrowing", "bw_mean_mantissa", "bw_mean_narrowing"]
+TENSOR_COLUMNS = ["epoch", "tensor", "class", "numel", "learning", "n_mantissa", "n_exponent", "mantissa_bits",
+                  "exponent_bits", "mean_mantissa_bits", "mean_exponent_bits", "sign_share", "mean_total_bits",
+                  "gecko_exponent_bits"]
 
 
 def _checked(convert, noun, ok, complaint):
@@ -49,6 +61,9 @@ def _checked(convert, noun, ok, complaint):
 
 _positive_int = _checked(int, "an integer", lambda v: v >= 1, "is not positive")
 _positive_float = _checked(float, "a number", lambda v: 0 < v < float("inf"), "is not a positive finite number")
+_non_negative = _checked(float, "a number", lambda v: 0 <= v < float("inf"), "is not a finite number >= 0")
+_non_negative_int = _checked(int, "an integer", lambda v: v >= 0, "is negative")
+_at_least_two = _checked(int, "an integer", lambda v: v >= 2, "is less than 2")
 _unit_float = _checked(float, "a number", lambda v: 0.0 <= v <= 1.0, "is outside [0, 1]")
 
 
@@ -80,8 +95,9 @@ def parser():
                    help="Adam, or SGD with momentum 0.9 (default adam)")
     p.add_argument("--lr", type=_positive_float, default=None, help="learning rate (default 2e-3 Adam, 0.05 SGD)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, data order and rounding (default 0)")
-    p.add_argument("--assignment", choices=["fp32", "all-high", "uniform", "op", "op-variant", "ours"], default="ours",
-                   help="precision assignment (the paper's §3.1 and §4.1; fp32: no rounding) (default ours)")
+    p.add_argument("--assignment", choices=["fp32", "all-high", "uniform", "op", "op-variant", "ours"], default=None,
+                   help="precision assignment (the paper's §3.1 and §4.1; fp32: no rounding) (default ours; "
+                        "fp32 with --dynamic, which replaces it)")
     p.add_argument("--ratio", type=_unit_float, default=0.5,
                    help="low-precision ratio r that 'ours' demotes to, in [0, 1] (default 0.5)")
     p.add_argument("--order", choices=["decreasing", "increasing", "random"], default="decreasing",
@@ -95,12 +111,44 @@ def parser():
                         "paper_fp(5,2,0); GP stays high in every assignment)")
     p.add_argument("--rounding", default="nearest_even",
                    help="rounding mode of every site: nearest_even, stochastic, ... (default nearest_even)")
-    p.add_argument("--loss-scaling", choices=["dynamic", "none"], default="dynamic",
-                   help="dynamic loss scaling with GradScaler's rules, or none (default dynamic)")
+    p.add_argument("--loss-scaling", choices=["dynamic", "none"], default=None,
+                   help="dynamic loss scaling with GradScaler's rules, or none (default dynamic; none with "
+                        "--dynamic, which needs it off)")
     p.add_argument("--growth-interval", type=_positive_int, default=None,
                    help="successful steps between loss-scale growths (default: one epoch, as the paper)")
     p.add_argument("--dynamic", choices=["qm-qe", "bitwave"], default=None,
-                   help="dynamic bitlength learning: NOT supported by this trainer; given, it exits with an error")
+                   help="Schrödinger's FP's dynamic fp32 containers on every layer output and weight in place of "
+                        "the precision assignment: QM+QE bitlength learning or BitWave (docs/torch-training.md); "
+                        "gradients stay fp32")
+    dc = p.add_argument_group("dynamic containers (--dynamic; the C++ trainer's --dc-* flags, same defaults)")
+    dc.add_argument("--dc-gamma-m", type=_non_negative, default=0.1,
+                    help="QM+QE: regularizer strength of the mantissa bitlengths, eq. 16 (default 0.1)")
+    dc.add_argument("--dc-gamma-e", type=_non_negative, default=0.1,
+                    help="QM+QE: regularizer strength of the exponent bitlengths, eq. 16 (default 0.1)")
+    dc.add_argument("--dc-bit-lr", type=_non_negative, default=0.5, help="QM+QE: SGD step of the bitlengths (default 0.5)")
+    dc.add_argument("--dc-lambda", choices=["footprint", "elements"], default="footprint",
+                    help="QM+QE: lambda_t = the tensor's share of the footprint (default) or of the elements")
+    dc.add_argument("--dc-exponent-gradient", choices=["exact", "linearised"], default="exact",
+                    help="QM+QE: exponent bitlength gradient as the exact finite difference (default) or eqs. 9-10 "
+                         "linearised")
+    dc.add_argument("--dc-learn-epochs", type=_non_negative_int, default=5,
+                    help="QM+QE: bitlengths learn in the first N epochs, then are rounded up and frozen (default 5)")
+    dc.add_argument("--dc-relearn-epochs", type=_non_negative_int, default=5,
+                    help="QM+QE: and for M epochs after a learning-rate change (default 5; this trainer's rate is "
+                         "constant)")
+    dc.add_argument("--dc-bw-history", type=_at_least_two, default=100,
+                    help="BitWave: per-batch losses in the regression (default 100)")
+    dc.add_argument("--dc-bw-threshold", type=_non_negative, default=1e-3,
+                    help="BitWave: slope threshold, normalised by the mean loss (default 1e-3)")
+    dc.add_argument("--dc-bw-cadence", type=_positive_int, default=1, help="BitWave: batches between decisions (default 1)")
+    dc.add_argument("--dc-bw-fix-epoch", type=_non_negative_int, default=5,
+                    help="BitWave: fix the container at its average after F epochs (default 5; 0 never)")
+    dc.add_argument("--dc-gecko", choices=["faithful", "improved"], default=None,
+                    help="also count the Gecko-encoded exponents (the +G columns; costs time) (default off)")
+    dc.add_argument("--dc-sign", choices=["omit", "always"], default="omit",
+                    help="omit the sign bit of tensors without negative values (default) or always count it")
+    dc.add_argument("--dc-tensor-csv", default=None,
+                    help="write per epoch and tensor: learned and stored bitlengths (replaced atomically)")
     p.add_argument("--weights", type=_weights, default=("fp32-master", None),
                    help="fp32-master (torch optimizer), low-only (weights only as --visible codes) or low+K "
                         "(--visible codes plus K extra bits): the no-master optimizers of minifloat.optim")
@@ -123,8 +171,8 @@ class CsvFile:
     """The CSV, rewritten whole to PATH.tmp and renamed over PATH after every epoch, so the file
     is never half-written; the directory is checked writable before training starts."""
 
-    def __init__(self, path):
-        self.path, self.rows = path, []
+    def __init__(self, path, columns):
+        self.path, self.rows, self.columns = path, [], columns
         try:
             with open(path + ".tmp", "w", newline=""):
                 pass
@@ -133,9 +181,12 @@ class CsvFile:
             fail(f"cannot write the CSV file {path}: {e.strerror}")
 
     def add(self, row):
-        self.rows.append(row)
+        self.add_rows([row])
+
+    def add_rows(self, rows):
+        self.rows.extend(rows)
         buf = io.StringIO()
-        w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
+        w = csv.DictWriter(buf, self.columns, lineterminator="\n")
         w.writeheader()
         w.writerows(self.rows)
         try:
@@ -155,11 +206,74 @@ def progress(epoch, done, total, loss, started, stream=sys.stderr):
     stream.flush()
 
 
+def _g(v):
+    return "" if v is None or v != v else f"{v:.6g}"
+
+
+def dynamic_columns(dyn, learning):
+    """The DYNAMIC_COLUMNS of one epoch (see their comment)."""
+    row = {"dc_learning": int(learning)}
+    for cls, is_weight in (("w", True), ("a", False)):
+        for comp in ("mantissa", "exponent", "total"):
+            for stat, v in zip(("mean", "min", "max"), dyn.spread(is_weight, comp)):
+                row[f"{cls}_{comp}_{stat}"] = _g(v)
+    names = {"mantissa": "qm", "exponent": "qe", "exponent_gecko": "qe_g", "both": "qm_qe", "both_gecko": "qm_qe_g"}
+    for scope, suffix in (("all", ""), ("weight", "_w"), ("activation", "_a")):
+        for variant, v in dyn.reductions(scope).items():
+            row[f"red_{names[variant]}{suffix}"] = _g(v)
+    if dyn.method == "bitwave":
+        m, narrowing, _, _, mean_m, mean_n = dyn.bitwave
+        row.update(bw_mantissa_bits=m, bw_narrowing=narrowing, bw_mean_mantissa=_g(mean_m), bw_mean_narrowing=_g(mean_n))
+    return row
+
+
+def dynamic_line(dyn, learning):
+    """The containers' epoch line: per class mean [min-max over tensors] of stored bits per value."""
+    out = "  containers"
+    for label, is_weight in (("W", True), ("A", False)):
+        out += f"  {label}"
+        for comp, short in (("mantissa", "m"), ("exponent", "e"), ("total", "total")):
+            mean, lo, hi = dyn.spread(is_weight, comp)
+            out += f" {short} {mean:.1f} [{lo:.1f}-{hi:.1f}]"
+    red = dyn.reductions()
+    out += f"  reduction vs fp32 {red['both']:.2f}x"
+    if red["both_gecko"] is not None:
+        out += f" (+G {red['both_gecko']:.2f}x)"
+    if dyn.method == "bitwave":
+        m, narrowing, _, slope, _, _ = dyn.bitwave
+        out += f"  container m {m} narrowing {narrowing} slope {slope * 1e3:.3f}e-3"
+    return out + ("  learning" if learning else "  frozen")
+
+
+def tensor_rows(dyn, epoch, learning):
+    rows = []
+    for t in dyn.tensors():
+        rows.append({"epoch": epoch, "tensor": t.name, "class": "weight" if t.is_weight else "activation",
+                     "numel": t.numel, "learning": int(learning), "n_mantissa": f"{t.n_mantissa:.4f}",
+                     "n_exponent": f"{t.n_exponent:.4f}", "mantissa_bits": t.mantissa_bits,
+                     "exponent_bits": t.exponent_bits, "mean_mantissa_bits": _g(t.mean_mantissa_bits),
+                     "mean_exponent_bits": _g(t.mean_exponent_bits), "sign_share": _g(t.sign_share),
+                     "mean_total_bits": _g(t.mean_total_bits), "gecko_exponent_bits": _g(t.gecko_exponent_bits)})
+    return rows
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.dynamic is not None:
-        fail(f"--dynamic {args.dynamic} is not supported by this trainer: QM/QE and BitWave are not yet "
-             "driven from minifloat.training (see docs/torch-training.md)")
+        if args.assignment not in (None, "fp32"):
+            fail(f"--dynamic {args.dynamic} replaces the precision assignment; --assignment {args.assignment} "
+                 "cannot be combined with it")
+        if args.loss_scaling == "dynamic":
+            fail("--dynamic needs --loss-scaling none: a scaled loss would scale the bitlength gradients")
+        if args.promotion:
+            fail("--promotion applies to precision assignments, not to --dynamic")
+        args.assignment, args.loss_scaling = "fp32", "none"
+    else:
+        given = [f for f in ("dc_tensor_csv", "dc_gecko") if getattr(args, f) is not None]
+        if given:
+            fail(f"--{given[0].replace('_', '-')} applies to --dynamic only")
+        args.assignment = args.assignment or "ours"
+        args.loss_scaling = args.loss_scaling or "dynamic"
 
     import torch
     import minifloat as mf
@@ -179,7 +293,8 @@ def main(argv=None):
         fail(f"--low-forward/--low-backward: {e}")
     if args.assignment != "ours" and (args.ratio != 0.5 or args.order != "decreasing"):
         fail("--ratio and --order apply to --assignment ours only")
-    csv_file = CsvFile(args.csv) if args.csv else None
+    csv_file = CsvFile(args.csv, CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else [])) if args.csv else None
+    tensor_csv = CsvFile(args.dc_tensor_csv, TENSOR_COLUMNS) if args.dc_tensor_csv else None
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -200,6 +315,14 @@ def main(argv=None):
     pm.set_rounding(args.rounding)
     if args.promotion:
         pm.enable_promotion(args.theta)
+    dyn = None
+    if args.dynamic:
+        dyn = pm.enable_dynamic(mt.DynamicOptions(
+            method=args.dynamic, gamma_mantissa=args.dc_gamma_m, gamma_exponent=args.dc_gamma_e, bit_lr=args.dc_bit_lr,
+            lambda_rule=args.dc_lambda, exponent_gradient=args.dc_exponent_gradient, learn_epochs=args.dc_learn_epochs,
+            relearn_epochs=args.dc_relearn_epochs, bw_history=args.dc_bw_history, bw_threshold=args.dc_bw_threshold,
+            bw_cadence=args.dc_bw_cadence, bw_fix_epoch=args.dc_bw_fix_epoch, gecko=args.dc_gecko, sign=args.dc_sign,
+            seed=args.seed))
     store = pm.store_saved_tensors(args.save_activations)
 
     lr = args.lr if args.lr is not None else (2e-3 if args.optimizer == "adam" else 0.05)
@@ -228,6 +351,9 @@ def main(argv=None):
         ratio_sum = bits_sum = 0.0
         promotions = 0
         generator = torch.Generator().manual_seed(args.seed * 1000 + epoch)
+        if dyn is not None:
+            dyn.begin_epoch(epoch - 1, lr)
+            learning = dyn.learning  # during this epoch's steps
         for x, y in fashion_mnist.batches(train, args.batch_size, generator):
             fp = pm.footprint()  # the assignment in force during this step
             ratio_sum += fp["low_ratio"]
@@ -271,6 +397,12 @@ def main(argv=None):
               f"({store.peak['activation'] / max(store.fp32_peak['activation'], 1):.3f} of fp32 "
               f"{store.fp32_peak['activation']} B), weights {store.peak['weight']} B, other {store.peak['other']} B "
               f"| optimizer weights {weight_bytes} B state {state_bytes} B | {seconds:.1f} s")
+        if dyn is not None:
+            dyn.end_epoch()
+            row.update(dynamic_columns(dyn, learning))
+            print(dynamic_line(dyn, learning))
+            if tensor_csv:
+                tensor_csv.add_rows(tensor_rows(dyn, epoch, learning))
         if csv_file:
             csv_file.add(row)
     return 0

@@ -119,5 +119,6 @@ void for_ranges(std::size_t n, int threads, Work work) {
 void bind_core(py::module_& m);
 void bind_storage(py::module_& m);
 void bind_training(py::module_& m);
+void bind_containers(py::module_& m);
 
 }  // namespace minifloat::python

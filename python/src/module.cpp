@@ -196,4 +196,5 @@ PYBIND11_MODULE(_core, m) {
   minifloat::python::bind_core(m);
   minifloat::python::bind_storage(m);
   minifloat::python::bind_training(m);
+  minifloat::python::bind_containers(m);
 }

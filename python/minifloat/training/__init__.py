@@ -11,6 +11,7 @@ core's. docs/torch-training.md states the rules, including how branch merges are
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +22,8 @@ from .. import _core
 from .._buffers import threads
 from .._formats import Format, as_format
 from .._ops import ROUNDING, RoundingStats
+from .dynamic import DynamicContainers, DynamicOptions, TensorBits
+from .pooling import MaxPoolSites, is_plain_max_pool
 from .saved import SavedTensorStore
 from .trace import TraceError, TracedNetwork, trace
 
@@ -29,6 +32,7 @@ ORDERS = tuple(_core.demotion_order_names)
 ASSIGNMENTS = ("all-high", "uniform", "op", "op-variant", "ours", "fp32")
 
 __all__ = ["instrument", "training_step", "StepResult", "PrecisionModel", "Group", "SiteInfo", "LossScaler", "Candidates", "SavedTensorStore",
+           "DynamicContainers", "DynamicOptions", "TensorBits",
            "TraceError", "trace", "ROLES", "ORDERS", "ASSIGNMENTS"]
 
 
@@ -71,26 +75,35 @@ class Group:
 
 
 class _RoundSite(torch.autograd.Function):
-    """Forward: a copy of x rounded at site `forward`; backward: the gradient rounded at site
+    """Forward: a copy of x (or x itself, `inplace`) rounded at site `forward`; backward: the gradient rounded at site
     `backward` (None: passed through). Both counted into the sites' step statistics while the
     model trains."""
 
     @staticmethod
-    def forward(ctx, x, owner, forward, backward, kind):
+    def forward(ctx, x, owner, forward, backward, kind, inplace=False):
         ctx.owner, ctx.backward_site = owner, backward
-        out = x.detach().contiguous(memory_format=torch.contiguous_format).clone()
+        inplace = inplace and x.is_contiguous()
+        if inplace:
+            # x is a fresh output that only this site reads and that its producer did not save
+            # (_rounds_in_place): round it where it is, saving a copy. mark_dirty tells autograd,
+            # which would refuse the backward if the tensor had been saved after all.
+            out = x.detach()
+            ctx.mark_dirty(x)
+        else:
+            out = x.detach().contiguous(memory_format=torch.contiguous_format).clone()
         if forward is not None:
             owner._round(forward, out)
-        owner._note(out, forward, kind)
-        return out
+        result = x if inplace else out
+        owner._note(result, forward, kind, inplace)  # mark_dirty bumps x's version once more
+        return result
 
     @staticmethod
     def backward(ctx, grad):
         if ctx.backward_site is None:
-            return grad, None, None, None, None
+            return grad, None, None, None, None, None
         g = grad.contiguous().clone()
-        ctx.owner._round(ctx.backward_site, g)
-        return g, None, None, None, None
+        ctx.owner._round_gradient(ctx.backward_site, g)
+        return g, None, None, None, None, None
 
 
 class _ReluSite(torch.autograd.Function):
@@ -99,22 +112,55 @@ class _ReluSite(torch.autograd.Function):
     dv_{i+1} at GY, then masks it with v_{i+1} > 0 — eq. (1)'s dv_i computed from rounded tensors."""
 
     @staticmethod
-    def forward(ctx, x, owner, forward, backward):
+    def forward(ctx, x, owner, forward, backward, inplace=False):
         ctx.owner, ctx.backward_site = owner, backward
-        out = torch.relu(x.detach()).contiguous()
+        inplace = inplace and x.is_contiguous()
+        if inplace:
+            # x is the previous site's own copy and nothing else reads it: ReLU in place, as
+            # torchvision's inplace=True ReLU does (mark_dirty: autograd checks nobody saved it).
+            out = torch.relu_(x.detach())
+            ctx.mark_dirty(x)
+        else:
+            out = torch.relu(x.detach()).contiguous()
         if forward is not None:
             owner._round(forward, out)
-        owner._note(out, forward, "activation")
-        ctx.save_for_backward(out)
-        return out
+        result = x if inplace else out
+        owner._note(result, forward, "activation", inplace)
+        ctx.save_for_backward(result)
+        return result
 
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         g = grad.contiguous().clone()
         if ctx.backward_site is not None:
-            ctx.owner._round(ctx.backward_site, g)
-        return g.masked_fill_(out <= 0, 0.0), None, None, None
+            ctx.owner._round_gradient(ctx.backward_site, g)
+        # ReLU's own backward kernel (zero where out <= 0), much faster than masked_fill_.
+        return torch.ops.aten.threshold_backward(g, out, 0), None, None, None, None
+
+
+def _container_format(container):
+    """The format whose codes hold every value of a dynamic container exactly: fp(8, k_m) with
+    fp32's bias, subnormals and IEEE specials (a container value is a float32 whose mantissa keeps
+    its top k_m bits; k_m = 0 is stored as fp(8, 1), IEEE's narrowest). NaN comes back as the
+    canonical NaN. None for no container."""
+    if container is None:
+        return None
+    return Format(8, max(container[0], 1), 127, True, "ieee")
+
+
+# Operations whose output is a fresh tensor (never a view of an input) that their backward does
+# not keep: their Y site may round that output in place instead of a copy.
+_FRESH_UNSAVED_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d,
+                          nn.AdaptiveAvgPool2d, nn.AvgPool2d)
+_FRESH_UNSAVED_FUNCTIONS = {operator.add, torch.add, torch.cat, torch.nn.functional.conv2d, torch.nn.functional.linear,
+                            torch.nn.functional.adaptive_avg_pool2d}
+
+
+def _rounds_in_place(node: fx.Node, gm: fx.GraphModule) -> bool:
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)) in _FRESH_UNSAVED_MODULES
+    return node.op == "call_function" and node.target in _FRESH_UNSAVED_FUNCTIONS
 
 
 def _is_relu(node: fx.Node, gm: fx.GraphModule) -> bool:
@@ -129,15 +175,15 @@ class _ActivationSites(nn.Module):
     """Inserted after every operation of the traced graph: rounds Y, and GY in backward. With
     fused_relu it replaces a ReLU instead: ReLU with its Y and GY sites (_ReluSite)."""
 
-    def __init__(self, owner, y, gy, fused_relu=False):
+    def __init__(self, owner, y, gy, fused_relu=False, inplace=False):
         super().__init__()
         self._owner = [owner]  # a list, so the owner is not registered as a submodule
-        self.y, self.gy, self.fused_relu = y, gy, fused_relu
+        self.y, self.gy, self.fused_relu, self.inplace = y, gy, fused_relu, inplace
 
     def forward(self, x):
         if self.fused_relu:
-            return _ReluSite.apply(x, self._owner[0], self.y, self.gy)
-        return _RoundSite.apply(x, self._owner[0], self.y, self.gy, "activation")
+            return _ReluSite.apply(x, self._owner[0], self.y, self.gy, self.inplace)
+        return _RoundSite.apply(x, self._owner[0], self.y, self.gy, "activation", self.inplace)
 
 
 class _ParameterSites(nn.Module):
@@ -183,6 +229,7 @@ class PrecisionModel:
         self.graph.seed_sites(seed)
         self.saved_store: SavedTensorStore | None = None
         self._promotion = None
+        self.dynamic: DynamicContainers | None = None
         self.module = self._insert_sites()
         self.assignment = "all-high"
 
@@ -195,14 +242,27 @@ class PrecisionModel:
             name = f"_minifloat_site_{i}"
             if _is_relu(op.node, gm):
                 # ReLU keeps its output for backward: fused with its sites, it keeps the rounded one.
-                gm.add_submodule(name, _ActivationSites(self, y, gy, fused_relu=True))
+                source = op.node.args[0]
+                inplace = (isinstance(source, fx.Node) and source.op == "call_module"
+                           and str(source.target).startswith("_minifloat_site_") and len(source.users) == 1)
+                gm.add_submodule(name, _ActivationSites(self, y, gy, fused_relu=True, inplace=inplace))
                 with graph.inserting_after(op.node):
                     fused = graph.call_module(name, (op.node.args[0],))
                 op.node.replace_all_uses_with(fused)
                 graph.erase_node(op.node)
                 op.node = fused
                 continue
-            gm.add_submodule(name, _ActivationSites(self, y, gy))
+            if op.node.op == "call_module" and is_plain_max_pool(gm.get_submodule(op.node.target)):
+                # Max pooling keeps its argmax indices for backward: fused with its sites, it keeps
+                # them bit-packed at the window's width (pooling.py).
+                gm.add_submodule(name, MaxPoolSites(self, gm.get_submodule(op.node.target), y, gy))
+                with graph.inserting_after(op.node):
+                    fused = graph.call_module(name, (op.node.args[0],))
+                op.node.replace_all_uses_with(fused)
+                graph.erase_node(op.node)
+                op.node = fused
+                continue
+            gm.add_submodule(name, _ActivationSites(self, y, gy, inplace=_rounds_in_place(op.node, gm)))
             users = list(op.node.users)
             with graph.inserting_after(op.node):
                 rounded = graph.call_module(name, (op.node,))
@@ -217,19 +277,37 @@ class PrecisionModel:
         gm.recompile()
         return gm
 
-    def _round(self, site: int, t: torch.Tensor) -> None:
+    def _check(self, site: int, t: torch.Tensor) -> None:
         if t.dtype != torch.float32 or t.device.type != "cpu":
             raise TypeError(f"minifloat.training: site {self.site(site).name} got a {t.dtype} tensor on "
                             f"{t.device}; the sites round float32 CPU tensors")
-        self.graph.apply_site(site, t.data_ptr(), t.numel(), self.traced.graph_module.training, threads())
 
-    def _note(self, out, site, kind):
+    def _round(self, site: int, t: torch.Tensor) -> None:
+        """A forward site (Y or P): the assigned format's rounding, then the site's dynamic container."""
+        self._check(site, t)
+        training = self.traced.graph_module.training
+        self.graph.apply_site(site, t.data_ptr(), t.numel(), training, threads())
+        if self.dynamic is not None:
+            if self.dynamic._training != training:
+                self.dynamic.set_training(training)
+            self.dynamic.forward(site, t, training)
+
+    def _round_gradient(self, site: int, g: torch.Tensor) -> None:
+        """A backward site (GY or GP): the assigned format's rounding, then the container's backward."""
+        self._check(site, g)
+        self.graph.apply_site(site, g.data_ptr(), g.numel(), self.traced.graph_module.training, threads())
+        if self.dynamic is not None:
+            self.dynamic.backward(site, g)
+
+    def _note(self, out, site, kind, dirty=False):
         if self.saved_store is not None:
             fmt = None
             if site is not None:
                 info = self.graph.site(site)
                 fmt = Format._from_key(info[5]) if info[4] else None
-            self.saved_store.note(out, fmt, kind)
+                if fmt is None and self.dynamic is not None:
+                    fmt = _container_format(self.dynamic.container_of(site))
+            self.saved_store.note(out, fmt, kind, 1 if dirty else 0)
 
     def store_saved_tensors(self, mode: str = "packed") -> SavedTensorStore:
         """A SavedTensorStore that this model's sites report their outputs to: run the forward
@@ -298,6 +376,16 @@ class PrecisionModel:
 
     def begin_step(self, step: int) -> None:
         self.graph.begin_step(step)
+        if self.dynamic is not None:
+            self.dynamic.begin_step(step)
+
+    def enable_dynamic(self, options: DynamicOptions | None = None) -> DynamicContainers:
+        """Schrödinger's FP's dynamic containers (QM+QE or BitWave, dynamic.py) on every Y (input
+        excluded) and P, in place of the precision assignment, which is set to 'fp32' (no site
+        rounds; gradients stay fp32). Call dynamic.begin_epoch(epoch, lr) before each epoch."""
+        self.assign("fp32")
+        self.dynamic = DynamicContainers(self, options or DynamicOptions())
+        return self.dynamic
 
     def enable_promotion(self, theta: float = 0.01) -> None:
         self._promotion = _core.OverflowPromotion(float(theta))
@@ -375,6 +463,9 @@ def training_step(pm: PrecisionModel, optimizer: torch.optim.Optimizer, scaler: 
     `store` when given, so saved tensors are kept as it says), backward of loss x scale with GY and
     GP rounded at their sites, unscale and check every gradient (C++ loss_scaler), the optimizer
     step unless a gradient was non-finite, the scaler's update, then overflow promotion."""
+    if pm.dynamic is not None and scaler._s.enabled:
+        raise ValueError("minifloat.training.training_step: dynamic containers need loss scaling off (the "
+                         "bitlength gradients would be scaled too); use LossScaler(enabled=False)")
     pm.module.train()
     pm.begin_step(step)
     optimizer.zero_grad(set_to_none=True)
@@ -385,6 +476,8 @@ def training_step(pm: PrecisionModel, optimizer: torch.optim.Optimizer, scaler: 
         loss = loss_fn(pm(x), target)
     scale = scaler.scale
     (loss * scale).backward()
+    if pm.dynamic is not None:
+        pm.dynamic.end_step(float(loss.detach()))  # the bitlength update (QM+QE) or BitWave's observation
     params = [p for group in optimizer.param_groups for p in group["params"]]
     scaler.unscale_(params)
     stepped = scaler.should_step()

@@ -58,10 +58,12 @@ class SavedTensorStore:
         self._active = False  # notes are taken only inside `with store:` (not in evaluation passes)
 
     # -- notes from the rounding sites ------------------------------------------------------------
-    def note(self, t: torch.Tensor, fmt: Format | None, category: str) -> None:
+    def note(self, t: torch.Tensor, fmt: Format | None, category: str, version_offset: int = 0) -> None:
+        """t holds values of fmt now; version_offset: how many times autograd will still bump t's
+        version before anyone saves it (1 for a tensor a custom Function marked dirty)."""
         if not self._active:
             return
-        self._notes[(t.data_ptr(), t.numel())] = (weakref.ref(t), t._version, fmt, category)
+        self._notes[(t.data_ptr(), t.numel())] = (weakref.ref(t), t._version + version_offset, fmt, category)
 
     def _lookup(self, t: torch.Tensor):
         entry = self._notes.get((t.data_ptr(), t.numel()))

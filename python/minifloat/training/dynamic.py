@@ -1,0 +1,261 @@
+"""Schrödinger's FP's dynamic fp32 containers on a PrecisionModel: QM+QE bitlength learning and BitWave.
+
+`pm.enable_dynamic(DynamicOptions(method="qm-qe" | "bitwave", ...))` puts a container on every
+layer output Y (the network input excluded: it is data) and every parameter P, as the C++ example
+trainer does (examples/dynamic_containers.hpp). Every quantization, every bitlength gradient and
+update, the regularizer, the learn-then-freeze schedule, BitWave's loss-slope controller and the
+footprint ledger are the C++ ones (include/minifloat/training/quantum.hpp, bitwave.hpp,
+container_footprint.hpp) reached through minifloat._core; this file only wires them to the sites:
+
+- forward of a Y or P site: the tensor's container quantizes the site's output in place
+  (quantum_containers::forward, which keeps the unquantized input for the backward while
+  training), and the ledger counts what is stored (describe_stored: sign rule, k_m, k_e and, with
+  a Gecko variant, the exact Gecko exponent size);
+- backward of the matching GY or GP site: the container's backward (eq. 8 on the gradient, which
+  stays fp32, and while learning the bitlength gradients Σ g·ΔQ);
+- after each step: the bitlength update with the regularizer (QM+QE) or BitWave's observation of
+  the step's loss.
+
+The precision-assignment sites are switched off (assignment "fp32"): the containers replace them.
+Gradients stay fp32 and loss scaling must be off (a scaled loss would scale the bitlength
+gradients). docs/torch-training.md and docs/dynamic-containers.md state the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import _core
+
+METHODS = ("qm-qe", "bitwave")
+VARIANTS = tuple(_core.footprint_variant_names)
+GECKO = ("faithful", "improved")
+
+
+@dataclass(frozen=True)
+class DynamicOptions:
+    """The C++ options (quantum_options, bitwave_options) and the schedule, with the C++ defaults."""
+
+    method: str = "qm-qe"
+    gamma_mantissa: float = 0.1       # γ_m of eq. 16
+    gamma_exponent: float = 0.1       # γ_e of eq. 16
+    bit_lr: float = 0.5               # SGD step of the bitlengths
+    lambda_rule: str = "footprint"    # footprint | elements
+    exponent_gradient: str = "exact"  # exact | linearised
+    learn_epochs: int = 5             # QM+QE learns in the first N epochs, then rounds up and freezes
+    relearn_epochs: int = 5           # ... and M epochs after a learning-rate change
+    relearn_lr_factor: float = 0.1    # an epoch starting at <= F x the last learning period's rate is a change
+    bw_history: int = 100             # BitWave: H losses in the regression
+    bw_threshold: float = 1e-3        # BitWave: T on the slope normalised by the mean loss
+    bw_cadence: int = 1               # BitWave: batches between decisions
+    bw_fix_epoch: int = 5             # BitWave: fix at the average after F epochs (0: never)
+    gecko: str | None = None          # also count Gecko-encoded exponents (+G): faithful | improved
+    sign: str = "omit"                # omit the sign bit of non-negative tensors, or "always"
+    seed: int = 0                     # the bitlength draws' seed
+
+    def check(self):
+        who = "minifloat.training.DynamicOptions"
+        if self.method not in METHODS:
+            raise ValueError(f"{who}: method {self.method!r} is not one of {', '.join(METHODS)}")
+        if self.lambda_rule not in ("footprint", "elements"):
+            raise ValueError(f"{who}: lambda_rule {self.lambda_rule!r} is not footprint or elements")
+        if self.exponent_gradient not in ("exact", "linearised"):
+            raise ValueError(f"{who}: exponent_gradient {self.exponent_gradient!r} is not exact or linearised")
+        if self.gecko is not None and self.gecko not in GECKO:
+            raise ValueError(f"{who}: gecko {self.gecko!r} is not one of {', '.join(GECKO)} or None")
+        if self.sign not in ("omit", "always"):
+            raise ValueError(f"{who}: sign {self.sign!r} is not omit or always")
+        for name in ("learn_epochs", "relearn_epochs", "bw_fix_epoch"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{who}: {name} must be >= 0")
+        if not self.relearn_lr_factor >= 0:
+            raise ValueError(f"{who}: relearn_lr_factor must be >= 0")
+
+
+@dataclass(frozen=True)
+class TensorBits:
+    """One container's state: the learned real bitlengths (QM+QE; BitWave's are its integers), the
+    integer ones in force, and what the ledger counted this epoch (mean bits per stored value)."""
+
+    name: str
+    is_weight: bool
+    numel: int
+    n_mantissa: float
+    n_exponent: float
+    mantissa_bits: int
+    exponent_bits: int
+    mean_mantissa_bits: float   # this epoch's stored values (nan when none were stored)
+    mean_exponent_bits: float
+    sign_share: float
+    mean_total_bits: float
+    gecko_exponent_bits: float | None
+
+
+class DynamicContainers:
+    """The containers of one PrecisionModel (made by PrecisionModel.enable_dynamic)."""
+
+    def __init__(self, pm, options: DynamicOptions):
+        options.check()
+        self.options = options
+        self.method = options.method
+        self._c = _core.QuantumContainers(False, True, True, float(options.gamma_mantissa),
+                                          float(options.gamma_exponent), float(options.bit_lr),
+                                          options.lambda_rule == "elements", options.exponent_gradient == "linearised",
+                                          int(options.seed))
+        self.forward_of = {}   # Y / P site -> tensor index
+        self.backward_of = {}  # GY / GP site -> tensor index
+        for i, (y, gy) in enumerate(pm._op_sites):
+            if i == 0:
+                continue  # the input batch: data, neither learned nor counted
+            name = pm.traced.operations[i].name
+            t = self._c.add(name + ".Y", False, pm.traced.operations[i].numel)
+            self.forward_of[y] = t
+            if gy is not None:
+                self.backward_of[gy] = t
+            for qname, p in pm.traced.operations[i].parameters:
+                ps, gps = pm._param_sites[qname]
+                w = self._c.add(qname, True, p.numel())
+                self.forward_of[ps] = w
+                self.backward_of[gps] = w
+        self.classes = [self._c.tensor(t)[1] for t in range(self._c.size())]
+        self._schedule = _core.BitlengthSchedule(int(options.learn_epochs), int(options.relearn_epochs))
+        self._bitwave = _core.BitWave(int(options.bw_history), float(options.bw_threshold), int(options.bw_cadence),
+                                      True, True, 23, 0)
+        if self.method == "bitwave":
+            self._c.set_learning(False)  # BitWave imposes its container and learns from the loss alone
+            self._impose()
+        self.epoch_ledger = _core.ContainerLedger(self.classes)
+        self.run_ledger = _core.ContainerLedger(self.classes)
+        self._gecko = None if options.gecko is None else GECKO.index(options.gecko)
+        self._sign_always = options.sign == "always"
+        self._training = True
+        self._period_lr = None
+        self.epoch = 0
+
+    # -- the sites' calls ---------------------------------------------------------------------------
+    def forward(self, site, t, training: bool) -> bool:
+        """Quantizes site's output tensor t (contiguous float32 CPU) in place; False when the site
+        has no container."""
+        k = self.forward_of.get(site)
+        if k is None:
+            return False
+        n = t.numel()
+        self._c.forward(k, t.data_ptr(), n, training)
+        if training:
+            _, _, _, _, _, km, ke, _ = self._c.tensor(k)
+            self.epoch_ledger.record(k, t.data_ptr(), n, km, ke, self._sign_always, self._gecko)
+        return True
+
+    def backward(self, site, g) -> None:
+        k = self.backward_of.get(site)
+        if k is not None:
+            self._c.backward(k, g.data_ptr(), g.numel())
+
+    def container_of(self, site):
+        """(mantissa bits, full range, emin, emax, exponent bits) in force at a Y / P site, or None."""
+        k = self.forward_of.get(site)
+        return None if k is None else self._c.tensor(k)[7]
+
+    # -- the trainer's calls -----------------------------------------------------------------------
+    def _impose(self):
+        self._c.impose_all(self._bitwave.mantissa_bits, self._bitwave.narrowing)
+
+    def begin_epoch(self, epoch: int, lr: float) -> None:
+        """Epoch `epoch` (0-based) starts at learning rate lr: the schedule (QM+QE) or BitWave's fix."""
+        self.epoch = epoch
+        self.epoch_ledger.clear()
+        if self.method == "bitwave":
+            if self.options.bw_fix_epoch and epoch == self.options.bw_fix_epoch and not self._bitwave.fixed:
+                self._bitwave.fix_at_average()
+            return
+        if epoch == 0 or self._period_lr is None:
+            self._period_lr = lr
+        elif lr <= self.options.relearn_lr_factor * self._period_lr:
+            self._schedule.learning_rate_changed(epoch)
+            self._period_lr = lr
+        self._c.set_learning(self._schedule.learning_in(epoch))
+
+    def set_training(self, training: bool) -> None:
+        """Evaluation quantizes at ceil(n) (QM+QE) or BitWave's current container, and counts nothing."""
+        self._training = training
+        if not training:
+            if self.method == "qm-qe":
+                self._c.begin_evaluation()
+            else:
+                self._impose()
+
+    def begin_step(self, step: int) -> None:
+        if self.method == "qm-qe":
+            self._c.begin_step(step)
+        else:
+            self._impose()
+
+    def end_step(self, loss: float) -> None:
+        if self.method == "qm-qe":
+            self._c.end_step()
+        else:
+            self._bitwave.observe(float(loss))
+
+    def end_epoch(self) -> None:
+        self.run_ledger.add(self.epoch_ledger)
+
+    # -- reports -----------------------------------------------------------------------------------
+    @property
+    def learning(self) -> bool:
+        return self._c.learning if self.method == "qm-qe" else not self._bitwave.fixed
+
+    @property
+    def bitwave(self):
+        """BitWave's state: (mantissa bits, narrowing, fixed, last slope, mean mantissa bits, mean narrowing)."""
+        b = self._bitwave
+        return (b.mantissa_bits, b.narrowing, b.fixed, b.last_slope, b.mean_mantissa_bits, b.mean_narrowing)
+
+    def tensors(self) -> list[TensorBits]:
+        out = []
+        for k in range(self._c.size()):
+            name, is_weight, numel, nm, ne, km, ke, _ = self._c.tensor(k)
+            f = self.epoch_ledger.tensor(k)
+            elements, sign, mant, expo, gecko_bits, _ = f.counts()
+            per = (lambda v: v / elements) if elements else (lambda v: float("nan"))
+            if self.method == "bitwave":
+                nm, ne = float(km), float(ke)
+            out.append(TensorBits(name, is_weight, numel, nm, ne, km, ke, per(mant), per(expo), per(sign),
+                                  per(f.bits(VARIANTS.index("both"))),
+                                  per(gecko_bits) if (f.has_gecko and elements) else None))
+        return out
+
+    def spread(self, is_weight: bool, component: str):
+        """(mean, min, max) over the tensors of one class of this epoch's mean stored bits per value;
+        component: mantissa, exponent or total (sign + exponent + mantissa). Element-weighted mean."""
+        weighted = elements = 0.0
+        lo, hi = float("inf"), float("-inf")
+        for k, cls in enumerate(self.classes):
+            if cls != is_weight:
+                continue
+            f = self.epoch_ledger.tensor(k)
+            n, _, mant, expo, _, _ = f.counts()
+            if n == 0:
+                continue
+            bits = {"mantissa": mant, "exponent": expo, "total": f.bits(VARIANTS.index("both"))}[component]
+            lo, hi = min(lo, bits / n), max(hi, bits / n)
+            weighted += bits
+            elements += n
+        if elements == 0:
+            return (float("nan"), float("nan"), float("nan"))
+        return (weighted / elements, lo, hi)
+
+    def reductions(self, scope: str = "all", baseline_bits: int = 32) -> dict:
+        """Cumulative footprint reduction of the run so far per Table-1 column (32·elements / bits);
+        scope: all, weight or activation. +G columns are None without a Gecko variant."""
+        totals = self.run_ledger.totals(None if scope == "all" else scope == "weight")
+        out = {}
+        for v in ("mantissa", "exponent", "exponent_gecko", "both", "both_gecko"):
+            if v.endswith("gecko") and not totals.has_gecko:
+                out[v] = None
+            else:
+                out[v] = totals.reduction(VARIANTS.index(v), baseline_bits)
+        return out
+
+    def shares(self, is_weight: bool):
+        """The run's learned mantissa, exponent and Gecko-exponent footprint as shares of fp32's 23/8/8 bits."""
+        return self.run_ledger.totals(is_weight).shares()
