@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -104,10 +105,22 @@ PARTS = ("assign", "promotion", "order", "harsh", "dynamic")
 
 
 def plan(parts, seeds):
-    """Runs in the order they are started: every part's first seed before any second seed, so that
-    a reproduction cut short still has one seed of everything."""
+    """Runs in the order they are started: every part's first seed before any other, then the other
+    seeds part by part in PARTS' order, so that a reproduction cut short has one seed of everything
+    and all seeds of the parts listed first."""
     chosen = [c for c in configs() if c.part in parts]
-    return [(c, s) for s in seeds for p in PARTS for c in chosen if c.part == p]
+    first = [(c, seeds[0]) for p in PARTS for c in chosen if c.part == p]
+    return first + [(c, s) for p in PARTS for s in seeds[1:] for c in chosen if c.part == p]
+
+
+STOP = threading.Event()   # set by SIGTERM / SIGINT: start nothing more, end the runs under way
+LIVE: set = set()          # the train.py processes under way
+
+
+def _stop(signum, frame):
+    STOP.set()
+    for proc in list(LIVE):
+        proc.terminate()
 
 
 def _run_one(cfg: Config, seed: int, out: str, python: str, env: dict, lock, log):
@@ -119,8 +132,14 @@ def _run_one(cfg: Config, seed: int, out: str, python: str, env: dict, lock, log
     with open(path[:-4] + ".log", "w") as logf:
         logf.write(" ".join(cmd) + "\n")
         logf.flush()
-        proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        with lock:
+            if STOP.is_set():
+                return False
+            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+            LIVE.add(proc)
         _, status, usage = os.wait4(proc.pid, 0)
+        with lock:
+            LIVE.discard(proc)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.time() - started
     meta = {"command": cmd[1:], "returncode": proc.returncode, "wall_s": round(wall, 2),
@@ -152,7 +171,7 @@ def run(todo, out, jobs, python):
     def worker():
         while True:
             with lock:
-                if not queue:
+                if not queue or STOP.is_set():
                     return
                 cfg, seed = queue.pop(0)
                 if os.path.exists(cfg.csv(out, seed)):   # finished meanwhile (another reproduce.py)
@@ -201,12 +220,14 @@ def main(argv=None):
         load0 = os.getloadavg()
         print(f"{len(todo)} runs to do ({len(plan(parts, seeds)) - len(todo)} already done), {args.jobs} at a time",
               flush=True)
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
         run(todo, args.out, args.jobs, args.python)
         r1 = os.times()
         session = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)), "wall_s": round(time.time() - t0, 1),
                    "cpu_children_s": round(r1.children_user + r1.children_system - r0.children_user - r0.children_system, 1),
                    "runs": len(todo), "jobs": args.jobs, "loadavg_start": load0, "loadavg_end": os.getloadavg(),
-                   "parts": parts, "seeds": seeds}
+                   "parts": parts, "seeds": seeds, "interrupted": STOP.is_set()}
         ledger = os.path.join(args.out, "sessions.json")
         sessions = json.load(open(ledger)) if os.path.exists(ledger) else []
         sessions.append(session)
