@@ -48,6 +48,7 @@ LR_OVERFLOW = 0.05         # Adam at 25x: the rate at which forward tensors over
 HARSH_FORWARD = "paper_fp(3,2,2)"   # Y, P low candidate of the harsher regime (max finite 7)
 HARSH_BACKWARD = "paper_fp(4,2,0)"  # GY, GP low candidate of the harsher regime (max finite 448)
 SEEDS = (0, 1, 2)
+DYNAMIC_STRONG_GAMMA = 2.0          # QM+QE regularizer strength of the second dynamic run (paper: 0.1)
 
 COMMON = ["--model", MODEL, "--width", str(WIDTH), "--epochs", str(EPOCHS), "--train-limit", str(TRAIN_LIMIT),
           "--test-limit", str(TEST_LIMIT), "--batch-size", str(BATCH), "--optimizer", "adam",
@@ -98,6 +99,12 @@ def configs() -> list[Config]:
     # Dynamic bitlengths (QM+QE, BitWave) on the same model and schedule.
     for d in ("qm-qe", "bitwave"):
         c.append(Config("dynamic", d, d, ("--assignment", "fp32", "--dynamic", d, "--lr", str(LR))))
+    # The paper's gamma = 0.1 moves a bitlength by about bit_lr * gamma * lambda_t per step; with ~40
+    # learned tensors (lambda_t ~ 1/40) and 188 steps that is a fraction of a bit, so a second run
+    # with a stronger regularizer shows what the bitlengths learn on this short schedule.
+    c.append(Config("dynamic", f"qm-qe-gamma{DYNAMIC_STRONG_GAMMA:g}", f"qm-qe, γ = {DYNAMIC_STRONG_GAMMA:g}",
+                    ("--assignment", "fp32", "--dynamic", "qm-qe", "--dc-gamma-m", str(DYNAMIC_STRONG_GAMMA),
+                     "--dc-gamma-e", str(DYNAMIC_STRONG_GAMMA), "--lr", str(LR))))
     return c
 
 
@@ -189,6 +196,8 @@ def run(todo, out, jobs, python):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated subset of {','.join(PARTS)} (default all)")
+    p.add_argument("--configs", default=None,
+                   help="comma-separated PART/NAME filter inside --parts (names as --list prints them)")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (default 0,1,2)")
     p.add_argument("--jobs", type=int, default=2, help="runs at a time, one torch thread each (default 2)")
     p.add_argument("--out", default=os.path.join(ROOT, "results", "torch"), help="CSV directory (default results/torch)")
@@ -208,9 +217,16 @@ def main(argv=None):
     if args.jobs < 1:
         p.error("--jobs must be at least 1")
 
-    todo = [(c, s) for c, s in plan(parts, seeds) if not os.path.exists(c.csv(args.out, s))]
+    chosen = plan(parts, seeds)
+    if args.configs:
+        wanted = set(args.configs.split(","))
+        unknown = wanted - {f"{c.part}/{c.name}" for c in configs()}
+        if unknown:
+            p.error(f"unknown configuration(s) {', '.join(sorted(unknown))} (see --list)")
+        chosen = [(c, s) for c, s in chosen if f"{c.part}/{c.name}" in wanted]
+    todo = [(c, s) for c, s in chosen if not os.path.exists(c.csv(args.out, s))]
     if args.list:
-        for c, s in plan(parts, seeds):
+        for c, s in chosen:
             print(f"{'done   ' if os.path.exists(c.csv(args.out, s)) else 'pending'} {c.part}/{c.name} seed {s}: "
                   f"train.py {' '.join(COMMON + list(c.args))} --seed {s}")
         return 0
@@ -218,7 +234,7 @@ def main(argv=None):
         os.makedirs(args.out, exist_ok=True)
         t0, r0 = time.time(), os.times()
         load0 = os.getloadavg()
-        print(f"{len(todo)} runs to do ({len(plan(parts, seeds)) - len(todo)} already done), {args.jobs} at a time",
+        print(f"{len(todo)} runs to do ({len(chosen) - len(todo)} already done), {args.jobs} at a time",
               flush=True)
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
@@ -239,7 +255,7 @@ def main(argv=None):
     text = results_tables.document(args.out, configs(), SEEDS, {
         "model": MODEL, "width": WIDTH, "epochs": EPOCHS, "train_limit": TRAIN_LIMIT, "test_limit": TEST_LIMIT,
         "batch": BATCH, "lr": LR, "lr_overflow": LR_OVERFLOW, "harsh_forward": HARSH_FORWARD,
-        "harsh_backward": HARSH_BACKWARD, "common": COMMON})
+        "harsh_backward": HARSH_BACKWARD, "common": COMMON, "dynamic_strong_gamma": f"{DYNAMIC_STRONG_GAMMA:g}"})
     tmp = args.doc + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
