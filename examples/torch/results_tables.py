@@ -498,7 +498,7 @@ def document(out, cfgs, seeds, s):
           "footprint against fp32 (the trainer's `red_qm_qe*` columns), counted by the C++ footprint ledger; the "
           "tensors saved for backward stay float32 in these runs (the containers quantize values, they do not "
           "pack what autograd saves), so the measured saved-activation bytes equal fp32's. The γ = "
-          f"{s.get('dynamic_strong_gamma', '')} row is **not the paper's setting**: with the paper's γ a "
+          f"{s.get('dynamic_strong_gamma', '')} rows are **not the paper's setting**: with the paper's γ a "
           "bitlength moves by about step·γ·λ_t per step, a fraction of a bit over our 188 steps.", "",
           dynamic_table(rows, dynamic_keys(cfgs)), ""]
     return "\n".join(L) + "\n"
