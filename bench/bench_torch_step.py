@@ -13,7 +13,9 @@ initial weights:
   machinery  instrumented with every site disabled (assignment 'fp32'): the cost of the traced
              graph, the autograd functions and the parametrizations without any rounding.
 Each repetition runs every variant once, in a freshly shuffled order, after untimed warm-up steps;
-prints each variant's median, min and max wall-clock step time and its ratio to plain's median.
+prints each variant's median, min and max wall-clock step time and its ratio to plain's median, and
+the same for the process's CPU time per step (all threads; on a shared machine it is far less
+disturbed by other processes than wall-clock time, which is what the target is about).
 The weights move between repetitions (each variant trains its own copy), which changes no shape.
 Usage:
   PYTHONPATH=build/release/python /usr/bin/python3 bench/bench_torch_step.py [--batch 64] [--reps 11]
@@ -95,23 +97,26 @@ def main():
         for _ in range(args.warmup):
             steps[v]()
     times = {v: [] for v in variants}
+    cpu = {v: [] for v in variants}
     order = list(variants)
     rng = random.Random(0)
     for _ in range(args.reps):
         rng.shuffle(order)
         for v in order:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             steps[v]()
             times[v].append(time.perf_counter() - t0)
+            cpu[v].append(time.process_time() - c0)
     print(f"ResNet-18 (1x28x28, width {args.width}), batch {args.batch}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} torch threads, {args.reps} interleaved repetitions "
           f"(after {args.warmup} warm-up steps each)")
-    reference = statistics.median(times["plain"]) if "plain" in times else None
-    print(f"{'variant':<14}{'median s':>10}{'min s':>10}{'max s':>10}{'x plain':>10}")
-    for v in variants:
-        med = statistics.median(times[v])
-        ratio = f"{med / reference:.2f}" if reference else "-"
-        print(f"{v:<14}{med:>10.4f}{min(times[v]):>10.4f}{max(times[v]):>10.4f}{ratio:>10}")
+    for label, table in (("wall-clock", times), ("CPU time", cpu)):
+        reference = statistics.median(table["plain"]) if "plain" in table else None
+        print(f"{label + ' s':<14}{'median':>10}{'min':>10}{'max':>10}{'x plain':>10}")
+        for v in variants:
+            med = statistics.median(table[v])
+            ratio = f"{med / reference:.2f}" if reference else "-"
+            print(f"{v:<14}{med:>10.4f}{min(table[v]):>10.4f}{max(table[v]):>10.4f}{ratio:>10}")
 
 
 if __name__ == "__main__":

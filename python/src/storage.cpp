@@ -42,17 +42,31 @@ class widened_values {
   /// 32 bits, or out.size().
   std::size_t read(std::size_t start, std::span<std::uint32_t> out) const {
     const auto* bytes = at<const unsigned char>(address_) + start * static_cast<std::size_t>(item_bytes_);
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, bytes + i * static_cast<std::size_t>(item_bytes_), static_cast<std::size_t>(item_bytes_));
-      if (v >> 32) return i;
-      out[i] = static_cast<std::uint32_t>(v);
+    // One loop per item width, so that each is a fixed-size load the compiler vectorises (a
+    // memcpy of a run-time size per value cost about 8 ns a value).
+    switch (item_bytes_) {
+      case 1: return widen<std::uint8_t>(bytes, out);
+      case 2: return widen<std::uint16_t>(bytes, out);
+      case 4: return widen<std::uint32_t>(bytes, out);
+      default: return widen<std::uint64_t>(bytes, out);
     }
-    return out.size();
   }
   std::size_t size() const { return count_; }
 
  private:
+  template <class U>
+  static std::size_t widen(const unsigned char* bytes, std::span<std::uint32_t> out) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      U v;
+      std::memcpy(&v, bytes + i * sizeof(U), sizeof(U));
+      if constexpr (sizeof(U) == 8) {
+        if (v >> 32) return i;
+      }
+      out[i] = static_cast<std::uint32_t>(v);
+    }
+    return out.size();
+  }
+
   std::uintptr_t address_;
   int item_bytes_;
   std::size_t count_;

@@ -16,7 +16,12 @@ def run(*args):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--dynamic", "bitwave"], "not supported"),
+    (["--dynamic", "bitwave", "--loss-scaling", "dynamic"], "--loss-scaling none"),
+    (["--dynamic", "qm-qe", "--assignment", "uniform"], "replaces the precision assignment"),
+    (["--dynamic", "qm-qe", "--promotion"], "--promotion"),
+    (["--dc-tensor-csv", "bits.csv"], "applies to --dynamic only"),
+    (["--dynamic", "bitwave", "--dc-bw-history", "1"], "less than 2"),
+    (["--dynamic", "qm-qe", "--dc-tensor-csv", "/nonexistent-directory/bits.csv"], "cannot write the CSV file"),
     (["--ratio", "1.5"], "outside [0, 1]"),
     (["--epochs", "0"], "not positive"),
     (["--weights", "low+99"], "low+K"),
@@ -56,3 +61,31 @@ def test_the_normalisation_constants_are_the_training_pixels_mean_and_deviation(
     images = fashion_mnist.load("train").images.numpy().astype("float64") / 255.0
     assert round(float(images.mean()), 4) == fashion_mnist.PIXEL_MEAN
     assert round(float(images.std()), 4) == fashion_mnist.PIXEL_STD
+
+
+@pytest.mark.parametrize("method", ["qm-qe", "bitwave"])
+def test_a_tiny_dynamic_run_reports_learned_bitlengths_per_epoch_and_tensor(tmp_path, method):
+    out, bits = tmp_path / "out.csv", tmp_path / "bits.csv"
+    r = run("--model", "resnet20", "--width", "0.25", "--epochs", "2", "--train-limit", "192", "--test-limit", "64",
+            "--dynamic", method, "--dc-bit-lr", "20", "--dc-gamma-m", "10", "--dc-learn-epochs", "1",
+            "--dc-bw-history", "2", "--dc-bw-threshold", "0", "--dc-bw-fix-epoch", "1", "--dc-gecko", "faithful",
+            "--csv", str(out), "--dc-tensor-csv", str(bits), "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    assert "containers  W m" in r.stdout and "reduction vs fp32" in r.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert [row["dc_learning"] for row in rows] == ["1", "0"]
+    for row in rows:
+        assert float(row["red_qm_qe"]) >= 1.0 and float(row["red_qm_qe_g"]) > 0
+        assert 0 <= float(row["a_mantissa_mean"]) <= 23
+    tensors = list(csv.DictReader(bits.open()))
+    per_epoch = len(tensors) // 2
+    assert per_epoch > 40 and [t["epoch"] for t in tensors] == ["1"] * per_epoch + ["2"] * per_epoch
+    assert {t["class"] for t in tensors} == {"weight", "activation"}
+    if method == "qm-qe":
+        assert any(float(t["n_mantissa"]) < 23 for t in tensors[:per_epoch])  # learned in epoch 1
+        for t in tensors[per_epoch:]:  # frozen, rounded up
+            assert float(t["n_mantissa"]) == int(t["mantissa_bits"]) and float(t["n_exponent"]) == int(t["exponent_bits"])
+    else:
+        # Three steps a epoch, history 2, threshold 0: BitWave moved, then was fixed at its average.
+        assert rows[0]["bw_mantissa_bits"] != "23" or rows[0]["bw_narrowing"] != "0"
+        assert len({t["mantissa_bits"] for t in tensors}) <= 2  # one network-wide container per epoch

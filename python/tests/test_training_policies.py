@@ -331,10 +331,11 @@ def test_a_short_low_precision_run_on_fashion_mnist_learns():
     assert store.peak["activation"] < 0.6 * store.fp32_peak["activation"]
 
 
-def test_every_packed_saved_tensor_is_representable_and_decodes_to_what_autograd_saved():
+@pytest.mark.parametrize("mode", ["packed", "gecko"])
+def test_every_packed_saved_tensor_is_representable_and_decodes_to_what_autograd_saved(mode):
     pm, _ = small_resnet()
     pm.assign("ours", ratio=0.5)
-    store = pm.store_saved_tensors("packed")
+    store = pm.store_saved_tensors(mode)
     seen = []
     pack = store._pack
 
