@@ -156,18 +156,18 @@ def assignment_table(rows, keys, fp32, all_high, note_shared=()):
 
 def order_table(rows, part_of, ratios):
     header = ["r", "order", "seeds", "low-precision ratio", "test acc. % (mean)", "range", "diverged",
-              "saved activations MiB"]
+              "saved activations MiB", "total measured MiB"]
     body = []
     for r in ratios:
         for o in ("decreasing", "increasing", "random"):
             key = part_of(r, o)
             row = rows.get(key)
             if row is None:
-                body.append([r, o, 0, "", "not run", "", "", ""])
+                body.append([r, o, 0, "", "not run", "", "", "", ""])
                 continue
             a, rng, n = acc_cell(row)
             body.append([r, o + (" (paper's)" if o == "decreasing" else ""), n, f"{row.ratio:.3f}", a, rng,
-                         f"{row.diverged}/{row.n}", mib(row.act)])
+                         f"{row.diverged}/{row.n}", mib(row.act), mib(statistics.fmean(r.measured for r in row.runs))])
     return table(header, body)
 
 
