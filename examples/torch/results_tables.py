@@ -138,7 +138,7 @@ def assignment_table(rows, keys, fp32, all_high, note_shared=()):
     body = []
     for part, name in keys:
         row = rows.get((part, name))
-        label = (row.cfg.label if row else name) + (" (§1's runs)" if (part, name) in note_shared else "")
+        label = (row.cfg.label if row else _label(name)) + (" (§1's runs)" if (part, name) in note_shared else "")
         if row is None:
             body.append([label, 0, "", "not run"] + [""] * (len(header) - 4))
             continue
@@ -152,6 +152,14 @@ def assignment_table(rows, keys, fp32, all_high, note_shared=()):
             mib(statistics.fmean(r.measured for r in row.runs)),
             f"{row.bits / all_high.bits:.3f}" if all_high else ""])
     return table(header, body)
+
+
+def _label(name):
+    """A row's label when it has no runs (the Config's label otherwise)."""
+    for order in ("increasing", "random"):
+        if name.startswith(order + "-"):
+            return f"ours[{order}] r={name[len(order) + 1:]}"
+    return name.replace("ours-", "ours r=")
 
 
 def order_table(rows, part_of, ratios):
@@ -385,7 +393,7 @@ def timing(out, rows, cfgs, seeds):
     for x in sessions:
         lines.append(f"- reproduce.py session from {x['started'][11:16]} UTC ({', '.join(x['parts'])}; seeds "
                      f"{', '.join(map(str, x['seeds']))}; {x['jobs']} at a time"
-                     + ("; stopped early to reorder the queue" if x.get("interrupted") else "")
+                     + ("; stopped early by SIGTERM" if x.get("interrupted") else "")
                      + f"): {x['wall_s'] / 60:.1f} minutes wall, {x['cpu_children_s'] / 60:.1f} CPU-minutes; "
                      f"load average (1/5/15 min) {'/'.join(f'{v:.1f}' for v in x['loadavg_start'])} at its start, "
                      f"{'/'.join(f'{v:.1f}' for v in x['loadavg_end'])} at its end.")
