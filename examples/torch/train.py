@@ -104,6 +104,11 @@ def parser():
                    help="demotion order of 'ours' (default decreasing, the paper's)")
     p.add_argument("--promotion", action="store_true", help="overflow-driven precision promotion after each step")
     p.add_argument("--theta", type=_unit_float, default=0.01, help="promotion threshold Θ (default 0.01)")
+    p.add_argument("--low-forward", default="paper_fp(4,3,4)", metavar="FMT",
+                   help="low-precision candidate C(t, lo) of forward tensors Y and P (default the paper's paper_fp(4,3,4))")
+    p.add_argument("--low-backward", default="paper_fp(5,2,0)", metavar="FMT",
+                   help="low-precision candidate C(t, lo) of backward tensors GY and GP (default the paper's "
+                        "paper_fp(5,2,0); GP stays high in every assignment)")
     p.add_argument("--rounding", default="nearest_even",
                    help="rounding mode of every site: nearest_even, stochastic, ... (default nearest_even)")
     p.add_argument("--loss-scaling", choices=["dynamic", "none"], default=None,
@@ -282,6 +287,10 @@ def main(argv=None):
         visible = mf.parse_format(args.visible)
     except ValueError as e:
         fail(f"--visible: {e}")
+    try:
+        low_forward, low_backward = mf.parse_format(args.low_forward), mf.parse_format(args.low_backward)
+    except ValueError as e:
+        fail(f"--low-forward/--low-backward: {e}")
     if args.assignment != "ours" and (args.ratio != 0.5 or args.order != "decreasing"):
         fail("--ratio and --order apply to --assignment ours only")
     csv_file = CsvFile(args.csv, CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else [])) if args.csv else None
@@ -298,7 +307,10 @@ def main(argv=None):
 
     torch.manual_seed(args.seed)
     model = models.build(args.model, args.width)
-    pm = mt.instrument(model, torch.zeros(args.batch_size, 1, 28, 28), seed=args.seed)
+    defaults = mt.Candidates()
+    candidates = mt.Candidates(Y=(defaults.Y[0], low_forward), GY=(defaults.GY[0], low_backward),
+                               P=(defaults.P[0], low_forward), GP=(defaults.GP[0], low_backward))
+    pm = mt.instrument(model, torch.zeros(args.batch_size, 1, 28, 28), candidates=candidates, seed=args.seed)
     info = pm.assign(args.assignment, ratio=args.ratio, order=args.order, seed=args.seed)
     pm.set_rounding(args.rounding)
     if args.promotion:

@@ -27,6 +27,8 @@ def run(*args):
     (["--weights", "low+99"], "low+K"),
     (["--rounding", "sideways"], "--rounding"),
     (["--visible", "fp(3"], "--visible"),
+    (["--low-forward", "fp(9,99)"], "--low-forward/--low-backward"),
+    (["--low-backward", "bf17"], "--low-forward/--low-backward"),
     (["--assignment", "uniform", "--ratio", "0.3"], "--assignment ours only"),
     (["--csv", "/nonexistent-directory/out.csv"], "cannot write the CSV file"),
     (["--data-dir", "/nonexistent-directory"], "dataset-fashion-mnist"),
@@ -52,6 +54,17 @@ def test_a_tiny_run_writes_one_csv_row_per_epoch_with_measured_memory(tmp_path):
         assert 0 < measured <= 0.3 * fp32  # uniform: every activation in fp(4,3,4), 8 of 32 bits
         assert 0.0 <= float(row["test_accuracy"]) <= 1.0
     assert not (tmp_path / "out.csv.tmp").exists()
+
+
+def test_low_forward_picks_the_low_format_that_saved_activations_are_packed_in(tmp_path):
+    out = tmp_path / "out.csv"
+    r = run("--model", "resnet20", "--width", "0.25", "--epochs", "1", "--train-limit", "64", "--test-limit", "64",
+            "--assignment", "uniform", "--low-forward", "paper_fp(3,2,2)", "--low-backward", "paper_fp(4,2,0)",
+            "--save-activations", "packed", "--csv", str(out), "--threads", "1")
+    assert r.returncode == 0, r.stderr
+    row = next(csv.DictReader(out.open()))
+    # uniform: every saved activation a 6-bit fp(3,2,2) code, packed: 6/32 of the float32 bytes
+    assert int(row["saved_activation_peak_bytes"]) * 32 == int(row["saved_activation_fp32_peak_bytes"]) * 6
 
 
 def test_the_normalisation_constants_are_the_training_pixels_mean_and_deviation():
