@@ -309,10 +309,13 @@ enum class block_path : std::uint8_t { checked, plain, finite };
 /// One kernel for all block operations. For each block: gather its values (strided for axis 0),
 /// find the scale, round every element with the core, and hand the rounded register to `sink`
 /// (which writes dequantized values or codes).
+/// Not [[gnu::flatten]]: with 28 instantiations per sink, flattening made one test file take
+/// 210 s of CPU to compile under ASan (24 s without) and bench_block 93 s at -O3 (12 s without),
+/// for 2-7 % of in-cache speed; the hot lambdas below are always_inline instead.
 template <rounding Mode, bool Count, bool Divide, class Sink>
-[[gnu::flatten]] void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
-                                   const block_layout& layout, const scale_finder& scales, Sink sink,
-                                   block_stats* st) {
+void block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
+                  const block_layout& layout, const scale_finder& scales, Sink sink,
+                  block_stats* st) {
 #if !defined(__CUDA_ARCH__)  // host-only SIMD: see the note above quantize_lanes in bulk.hpp
   // `sink` is a copy (a few pointers): its output pointers then stay in registers, where a
   // reference would be reloaded after every store that might alias it.
