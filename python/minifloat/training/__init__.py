@@ -132,9 +132,7 @@ class _ReluSite(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        g = grad.contiguous().clone()
-        if ctx.backward_site is not None:
-            ctx.owner._round_gradient(ctx.backward_site, g)
+        g = ctx.owner._rounded_gradient(ctx.backward_site, grad)
         # ReLU's own backward kernel (zero where out <= 0), much faster than masked_fill_.
         return torch.ops.aten.threshold_backward(g, out, 0), None, None, None, None
 
@@ -245,22 +243,12 @@ class PrecisionModel:
                 source = op.node.args[0]
                 inplace = (isinstance(source, fx.Node) and source.op == "call_module"
                            and str(source.target).startswith("_minifloat_site_") and len(source.users) == 1)
-                gm.add_submodule(name, _ActivationSites(self, y, gy, fused_relu=True, inplace=inplace))
-                with graph.inserting_after(op.node):
-                    fused = graph.call_module(name, (op.node.args[0],))
-                op.node.replace_all_uses_with(fused)
-                graph.erase_node(op.node)
-                op.node = fused
+                self._fuse(gm, op, name, _ActivationSites(self, y, gy, fused_relu=True, inplace=inplace))
                 continue
             if op.node.op == "call_module" and is_plain_max_pool(gm.get_submodule(op.node.target)):
                 # Max pooling keeps its argmax indices for backward: fused with its sites, it keeps
                 # them bit-packed at the window's width (pooling.py).
-                gm.add_submodule(name, MaxPoolSites(self, gm.get_submodule(op.node.target), y, gy))
-                with graph.inserting_after(op.node):
-                    fused = graph.call_module(name, (op.node.args[0],))
-                op.node.replace_all_uses_with(fused)
-                graph.erase_node(op.node)
-                op.node = fused
+                self._fuse(gm, op, name, MaxPoolSites(self, gm.get_submodule(op.node.target), y, gy))
                 continue
             gm.add_submodule(name, _ActivationSites(self, y, gy, inplace=_rounds_in_place(op.node, gm)))
             users = list(op.node.users)
@@ -298,6 +286,23 @@ class PrecisionModel:
         self.graph.apply_site(site, g.data_ptr(), g.numel(), self.traced.graph_module.training, threads())
         if self.dynamic is not None:
             self.dynamic.backward(site, g)
+
+    def _rounded_gradient(self, site: int | None, grad: torch.Tensor) -> torch.Tensor:
+        """A contiguous copy of an incoming gradient, rounded at `site` when the op has a GY site."""
+        g = grad.contiguous().clone()
+        if site is not None:
+            self._round_gradient(site, g)
+        return g
+
+    def _fuse(self, gm: fx.GraphModule, op, name: str, module: nn.Module) -> None:
+        """Replaces op's node by a call of `module` (registered as `name`) on the node's first argument."""
+        graph = gm.graph
+        gm.add_submodule(name, module)
+        with graph.inserting_after(op.node):
+            fused = graph.call_module(name, (op.node.args[0],))
+        op.node.replace_all_uses_with(fused)
+        graph.erase_node(op.node)
+        op.node = fused
 
     def _note(self, out, site, kind, dirty=False):
         if self.saved_store is not None:

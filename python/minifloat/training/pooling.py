@@ -82,9 +82,7 @@ class _MaxPool2dSite(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (saved,) = ctx.saved_tensors
-        g = grad.contiguous().clone()
-        if ctx.backward_site is not None:
-            ctx.owner._round_gradient(ctx.backward_site, g)
+        g = ctx.owner._rounded_gradient(ctx.backward_site, grad)
         geo = ctx.geometry
         if ctx.packed:
             count = 1
