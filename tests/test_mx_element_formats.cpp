@@ -140,8 +140,12 @@ TEST_CASE("E8M0 rounding: powers of two, ties up, below the range to 2^-127, zer
   CHECK(mf::encode(0x1.8p127, mf::e8m0, sat) == 254);
   CHECK(mf::encode(std::numeric_limits<double>::infinity(), mf::e8m0, sat) == 254);
   CHECK(mf::encode(std::numeric_limits<double>::infinity(), mf::e8m0) == 0xFF);
-  // float cannot hold the whole range (2^-127 is a float subnormal): rounding from float is refused
-  CHECK_THROWS_WITH(mf::round(1.0f, mf::e8m0), Catch::Contains("exponent_bias"));
+  // 2^-127 is a float subnormal, yet float rounds to E8M0 (through double): the smallest value is a float
+  CHECK(mf::round(0x1p-127f, mf::e8m0) == 0x1p-127f);
+  CHECK(mf::encode(0x1p-127f, mf::e8m0) == 0);
+  CHECK(mf::encode(0x1p-149f, mf::e8m0) == 0);
+  CHECK(mf::encode(0x1.8p-127f, mf::e8m0) == 1);    // a subnormal tie goes up to 2^-126
+  CHECK(mf::encode(std::numeric_limits<float>::quiet_NaN(), mf::e8m0) == 0xFF);
   // brute force over all positive values, nearest with ties up, saturating
   std::vector<std::pair<double, std::uint32_t>> table;
   for (std::uint32_t code = 0; code < 255; ++code) table.emplace_back(std::ldexp(1.0, static_cast<int>(code) - 127), code);
@@ -151,6 +155,112 @@ TEST_CASE("E8M0 rounding: powers of two, ties up, below the range to 2^-127, zer
     const double x = std::exp2(exponent(gen));
     REQUIRE(mf::encode(x, mf::e8m0, sat) == nearest_code(table, x, true));
   }
+}
+
+namespace {
+std::uint64_t bits_of(double x) { return std::bit_cast<std::uint64_t>(x); }
+
+/// Float inputs of every class: every exponent field (subnormals included) with random mantissas,
+/// the powers of two and their ties, zeros, negatives, Inf and NaNs with payloads.
+std::vector<float> float_inputs_of_every_class() {
+  std::mt19937 gen(2026);
+  std::vector<float> v;
+  for (std::uint32_t e = 0; e <= 255; ++e)
+    for (int k = 0; k < 24; ++k) {
+      std::uint32_t mantissa = gen() & 0x7fffffU;
+      if (k == 0) mantissa = 0;
+      if (k == 1) mantissa = 0x400000U;      // 1.5 * 2^e: a tie for E8M0
+      if (k == 2) mantissa = 0x3fffffU;      // just below the tie
+      if (k == 3) mantissa = 0x400001U;      // just above
+      if (k == 4) mantissa = 0x7fffffU;
+      if (e == 0 && k == 5) mantissa = 1;    // the smallest subnormal
+      for (const std::uint32_t sign : {0U, 0x80000000U}) v.push_back(std::bit_cast<float>(sign | e << 23 | mantissa));
+    }
+  return v;
+}
+
+bool same_bits_in_double(float from_float, double from_double) {
+  // The float path's result read as a double must be the double path's result bit for bit
+  // (NaNs: both NaN with the same sign; float keeps the top 23 bits of the double's payload).
+  if (std::isnan(from_double)) return std::isnan(from_float) && std::signbit(from_float) == std::signbit(from_double);
+  return bits_of(static_cast<double>(from_float)) == bits_of(from_double);
+}
+}  // namespace
+
+TEST_CASE("E8M0 from float equals E8M0 from double of the same value on every path, mode and overflow policy",
+          "[mx]") {
+  // The oracle is the double path, which tests/test_round_mpfr.cpp checks against MPFR; float -> double is exact.
+  const std::vector<float> xs = float_inputs_of_every_class();
+  std::vector<double> xd(xs.begin(), xs.end());
+  const mf::rounding modes[] = {mf::rounding::nearest_even,    mf::rounding::nearest_away,    mf::rounding::toward_zero,
+                                mf::rounding::stochastic,      mf::rounding::toward_positive, mf::rounding::toward_negative,
+                                mf::rounding::to_odd};
+  std::size_t checked = 0;
+  for (const auto mode : modes)
+    for (const auto policy : {mf::overflow::infinity, mf::overflow::saturate}) {
+      mf::rounding_options o{mode, policy};
+      o.seed = 99;
+      o.index = 12345;
+      INFO("mode " << static_cast<int>(mode) << " saturate " << (policy == mf::overflow::saturate));
+      // scalar round, with counts
+      const mf::rounder<float> rf(mf::e8m0, o);
+      const mf::rounder<double> rd(mf::e8m0, o);
+      REQUIRE(rf.widened());
+      mf::rounding_stats sf, sd;
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        INFO(std::hexfloat << "x = " << xs[i]);
+        REQUIRE(same_bits_in_double(rf(xs[i], o.index + i, sf), rd(xd[i], o.index + i, sd)));
+        REQUIRE(same_bits_in_double(mf::round(xs[i], mf::e8m0, o), mf::round(xd[i], mf::e8m0, o)));
+        REQUIRE(mf::try_encode(xs[i], mf::e8m0, o).code == mf::try_encode(xd[i], mf::e8m0, o).code);
+        ++checked;
+      }
+      CHECK(sf.values == sd.values);
+      CHECK(sf.overflows == sd.overflows);
+      CHECK(sf.underflows == sd.underflows);
+      CHECK(sf.nans == sd.nans);
+      CHECK(sf.infinities == sd.infinities);
+      // bulk quantize (with counts) and in place, bulk encode, decode back
+      std::vector<float> qf(xs.size());
+      std::vector<double> qd(xd.size());
+      mf::rounding_stats bf, bd;
+      mf::quantize(std::span<const float>(xs), std::span<float>(qf), mf::e8m0, o, bf);
+      mf::quantize(std::span<const double>(xd), std::span<double>(qd), mf::e8m0, o, bd);
+      CHECK(bf.values == bd.values);
+      CHECK(bf.overflows == bd.overflows);
+      CHECK(bf.nans == bd.nans);
+      std::vector<float> in_place = xs;
+      mf::quantize(std::span<float>(in_place), mf::e8m0, o);
+      std::vector<std::uint8_t> cf(xs.size()), cd(xd.size());
+      mf::encode(xs, cf, mf::e8m0, o);
+      mf::encode(xd, cd, mf::e8m0, o);
+      std::vector<float> back(xs.size());
+      mf::decode(cf, back, mf::e8m0);
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        INFO(std::hexfloat << "x = " << xs[i] << " i = " << i);
+        REQUIRE(same_bits_in_double(qf[i], qd[i]));
+        REQUIRE(same_bits_in_double(in_place[i], qd[i]));
+        REQUIRE(cf[i] == cd[i]);
+        REQUIRE(same_bits_in_double(back[i], mf::decode<double>(cd[i], mf::e8m0)));
+      }
+      // a chunked bulk call (offsets in the element index) equals the whole call
+      std::vector<float> chunked(xs.size());
+      const std::size_t cut = 1500;
+      mf::quantize(std::span<const float>(xs).first(cut), std::span<float>(chunked).first(cut), rf);
+      mf::quantize(std::span<const float>(xs).subspan(cut), std::span<float>(chunked).subspan(cut), rf.advanced(cut));
+      for (std::size_t i = 0; i < xs.size(); ++i) REQUIRE(same_bits_in_double(chunked[i], qd[i]));
+    }
+  CHECK(checked == 14 * xs.size());
+  // the fp<> type from float: the code of the double path
+  for (const float x : xs) {
+    if (std::isnan(x)) continue;
+    REQUIRE(mf::e8m0_t(x).bits() == mf::e8m0_t(static_cast<double>(x)).bits());
+  }
+  // the spec's facts from float: 2^-127 .. 2^127 each its code, 0xFF NaN
+  for (int k = -127; k <= 127; ++k) REQUIRE(mf::encode(std::ldexp(1.0f, k), mf::e8m0) == static_cast<std::uint64_t>(k + 127));
+  CHECK(std::isnan(mf::round(-1.0f, mf::e8m0)));
+  CHECK(std::isnan(mf::round(0.0f, mf::e8m0)));
+  CHECK(mf::encode(0x1.8p127f, mf::e8m0) == 0xFF);
+  CHECK(mf::encode(std::numeric_limits<float>::infinity(), mf::e8m0, {mf::rounding::nearest_even, mf::overflow::saturate}) == 254);
 }
 
 TEST_CASE("fnuz: no -0, NaN is the -0 code, overflow and Inf give NaN unless saturating", "[mx]") {

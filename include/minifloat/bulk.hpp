@@ -424,9 +424,35 @@ template <std::floating_point S, std::unsigned_integral C>
 #endif
 }
 
+/// Values a widened rounder<float> (rounds_through_double) widens to double per pass: the
+/// double kernels round them, and the results narrow back exactly.
+inline constexpr std::size_t widen_chunk = 1024;
+
+template <bool Count, std::floating_point S>
+void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r, rounding_stats* st);
+
+/// quantize_span for a widened rounder<float>: through the double kernels in chunks (in place
+/// allowed: each chunk is read before it is written).
+template <bool Count>
+void quantize_through_double(std::span<const float> in, std::span<float> out, const rounder<float>& r,
+                             rounding_stats* st) {
+  const rounder<double> wide = r.through_double();
+  double buffer[widen_chunk];
+  for (std::size_t start = 0; start < in.size(); start += widen_chunk) {
+    const std::size_t n = std::min(widen_chunk, in.size() - start);
+    for (std::size_t i = 0; i < n; ++i) buffer[i] = in[start + i];
+    const std::span<double> chunk(buffer, n);
+    quantize_span<Count>(std::span<const double>(chunk), chunk, wide.advanced(start), st);
+    for (std::size_t i = 0; i < n; ++i) out[start + i] = static_cast<float>(buffer[i]);  // exact: E8M0 values are floats
+  }
+}
+
 template <bool Count, std::floating_point S>
 void quantize_span(std::span<const S> in, std::span<S> out, const rounder<S>& r, rounding_stats* st) {
   check_same_size(in.size(), out.size());
+  if constexpr (sizeof(S) == 4) {
+    if (r.widened()) return quantize_through_double<Count>(in, out, r, st);
+  }
   // Counts are kept in 32-bit (float) lanes: cut very long spans into pieces that cannot overflow them.
   constexpr std::size_t piece = std::size_t{1} << 30;
   for (std::size_t start = 0; start < in.size(); start += piece) {
@@ -483,6 +509,20 @@ std::size_t try_encode(std::span<const S> in, std::span<C> out, const rounder<S>
   const format& f = r.plan().fmt;
   if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
     throw std::invalid_argument("minifloat::encode: codes of " + to_string(f) + " do not fit the output type");
+  if constexpr (sizeof(S) == 4) {
+    if (r.widened()) {  // rounds_through_double (E8M0): the double kernels, a chunk at a time
+      const rounder<double> wide = r.through_double();
+      double buffer[detail::widen_chunk];
+      for (std::size_t start = 0; start < in.size(); start += detail::widen_chunk) {
+        const std::size_t n = std::min(detail::widen_chunk, in.size() - start);
+        for (std::size_t i = 0; i < n; ++i) buffer[i] = in[start + i];
+        const std::size_t done =
+            try_encode(std::span<const double>(buffer, n), out.subspan(start, n), wide.advanced(start));
+        if (done < n) return start + done;
+      }
+      return in.size();
+    }
+  }
   switch (r.plan().mode) {
     case rounding::nearest_even: return detail::encode_lanes<rounding::nearest_even>(in, out, r);
     case rounding::nearest_away: return detail::encode_lanes<rounding::nearest_away>(in, out, r);
@@ -512,6 +552,18 @@ void encode(std::span<const S> in, std::span<C> out, const format& f, const roun
 template <std::floating_point S, std::unsigned_integral C>
 void decode(std::span<const C> in, std::span<S> out, const format& f) {
   detail::check_same_size(in.size(), out.size());
+  if constexpr (sizeof(S) == 4) {
+    if (rounds_through_double<S>(f)) {  // E8M0: every value is a float, 2^-127 a subnormal; via double
+      const detail::codec_plan<double> c = detail::make_codec_plan<double>(f);
+      double buffer[detail::widen_chunk];
+      for (std::size_t start = 0; start < in.size(); start += detail::widen_chunk) {
+        const std::size_t n = std::min(detail::widen_chunk, in.size() - start);
+        detail::decode_lanes(in.subspan(start, n), std::span<double>(buffer, n), c);
+        for (std::size_t i = 0; i < n; ++i) out[start + i] = static_cast<float>(buffer[i]);
+      }
+      return;
+    }
+  }
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
   detail::decode_lanes(in, out, detail::make_codec_plan<S>(f));
 }

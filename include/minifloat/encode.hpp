@@ -166,6 +166,9 @@ MINIFLOAT_HD constexpr typename source_layout<S>::bits bits_of_code(const format
 /// The code of x rounded to f, or representable = false (NaN or Inf into an all_finite format).
 template <std::floating_point S>
 constexpr code_result try_encode(S x, const format& f, const rounding_options& o = {}) {
+  // E8M0 from float (rounds_through_double): rounded and encoded as the double it widens to.
+  if constexpr (sizeof(S) == 4)
+    if (rounds_through_double<S>(f)) return try_encode(static_cast<double>(x), f, o);
   const rounder<S> r(f, o);
   return detail::code_of_rounded<S>(f, std::bit_cast<typename source_layout<S>::bits>(r(x)));
 }
@@ -192,8 +195,8 @@ MINIFLOAT_HD S decode(std::uint64_t code, const format& f) {
 #if defined(__CUDA_ARCH__)
   if (!fits_source<S>(f)) __trap();
 #else
-  // Every E8M0 value is a float (2^-127 a subnormal) though float cannot round to E8M0: via double.
-  if (sizeof(S) == 4 && f.encoding == specials::unsigned_exponent && source_problem<double>(f).empty())
+  // Every E8M0 value is a float (2^-127 a subnormal), which float's own codec cannot place: via double.
+  if (rounds_through_double<S>(f))
     return static_cast<S>(std::bit_cast<double>(detail::bits_of_code<double>(f, code)));
   if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
 #endif

@@ -115,7 +115,8 @@ void encode(std::span<const S> in, std::span<C> out, const rounder<S>& r, thread
 template <std::floating_point S, std::unsigned_integral C>
 void decode(std::span<const C> in, std::span<S> out, const format& f, threads t) {
   detail::check_same_size(in.size(), out.size());
-  if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat::format: " + p);
+  if (auto p = source_problem<S>(f); !p.empty() && !rounds_through_double<S>(f))
+    throw std::invalid_argument("minifloat::format: " + p);
   detail::for_each_chunk(in.size(), t, [&](std::size_t, std::size_t start, std::size_t n) {
     decode(in.subspan(start, n), out.subspan(start, n), f);
   });

@@ -88,8 +88,9 @@ struct source_layout {
   static constexpr bits mantissa_mask = (bits{1} << mantissa_bits) - 1;
 };
 
-/// Why `f` cannot be rounded to from S, or an empty string. Every value of the format must be
-/// a value of S, so results are exact in S.
+/// Why `f` cannot be rounded to by S's own plan, or an empty string. Every value of the format must
+/// be a value of S, so results are exact in S. (rounder<float> also takes the formats that
+/// rounds_through_double, E8M0, through the double plan.)
 template <std::floating_point S>
 std::string source_problem(const format& f) {
   using src = source_layout<S>;
@@ -147,6 +148,27 @@ MINIFLOAT_HD constexpr bool fits_source(const format& f) {
          !(f.encoding == specials::ieee && (f.exponent_bits < 2 || f.mantissa_bits < 1)) &&
          !(f.encoding == specials::nan_only && f.mantissa_bits < 1) &&
          !(f.encoding == specials::unsigned_exponent && (f.mantissa_bits != 0 || f.subnormals));
+}
+
+/// True when S is float and f is a format float's own plan cannot serve although every value of
+/// f is a float: an unsigned_exponent format (E8M0) whose smallest value lies below float's normal
+/// range (E8M0's 2^-127 is a float subnormal; the core counts binades from the source's smallest
+/// normal, so a format binade inside the source's subnormals has no place in a float plan).
+/// rounder<float> rounds such formats through the double plan instead: float -> double is exact,
+/// the double core rounds, and the result (a power of two in float's range, or NaN) converts back
+/// exactly. Only these formats take that detour, and it is chosen once per call: the float plan
+/// and the SIMD kernels of every other format are unchanged (no per-lane test, no wider lanes);
+/// the scalar rounder<float> pays one predictable flag test per value. Extending the float plan
+/// instead would put a leading-bit count on the core's subnormal path for every format.
+template <std::floating_point S>
+MINIFLOAT_HD constexpr bool rounds_through_double(const format& f) {
+  if constexpr (sizeof(S) == 8) {
+    return false;
+  } else {
+    return f.encoding == specials::unsigned_exponent && !fits_source<float>(f) && fits_source<double>(f) &&
+           f.emin() >= std::numeric_limits<float>::min_exponent - std::numeric_limits<float>::digits &&  // -149
+           f.emax() <= std::numeric_limits<float>::max_exponent - 1;
+  }
 }
 
 namespace detail {
@@ -384,23 +406,61 @@ MINIFLOAT_HD constexpr typename source_layout<S>::bits round_one(const rounding_
 }  // namespace detail
 
 /// A validated plan with its options: reuse one to round many scalars without re-validating.
+///
+/// A rounder<float> for a format that rounds_through_double (E8M0) holds the double plan and
+/// rounds every value through it, so its results, counts and stochastic draws (the double path's
+/// 64-bit words) are those of rounder<double> on the same value; its plan() then carries only the
+/// format and the mode, and the bulk functions run such a rounder's through_double() in chunks.
 template <std::floating_point S>
 class rounder {
+  struct no_widening {};
+  using wide_plan = std::conditional_t<sizeof(S) == 4, rounding_plan<double>, no_widening>;
+
  public:
   using bits = typename source_layout<S>::bits;
-  constexpr rounder(const format& f, const rounding_options& o = {})
-      : plan_(make_plan<S>(f, o)), rng_{o.seed}, first_index_(o.index) {}
+  constexpr rounder(const format& f, const rounding_options& o = {}) : rng_{o.seed}, first_index_(o.index) {
+    if constexpr (sizeof(S) == 4) {
+      if (rounds_through_double<S>(f)) {
+        wide_ = make_plan<double>(f, o);
+        widened_ = true;
+        plan_.fmt = f;
+        plan_.mode = o.mode;
+        return;
+      }
+    }
+    plan_ = make_plan<S>(f, o);
+  }
 
   /// Rounds x; `index` picks the random draw (stochastic rounding only).
   MINIFLOAT_HD constexpr S operator()(S x, std::uint64_t index) const {
+    if constexpr (sizeof(S) == 4)
+      if (widened_) return static_cast<S>(std::bit_cast<double>(detail::round_one(wide_, wide_bits(x), rng_, index)));
     return std::bit_cast<S>(detail::round_one(plan_, std::bit_cast<bits>(x), rng_, index));
   }
   MINIFLOAT_HD constexpr S operator()(S x) const { return (*this)(x, first_index_); }
   MINIFLOAT_HD constexpr S operator()(S x, std::uint64_t index, rounding_stats& st) const {
+    if constexpr (sizeof(S) == 4) {
+      if (widened_) {
+        const std::uint64_t u = wide_bits(x);
+        const std::uint64_t r = detail::round_one(wide_, u, rng_, index);
+        detail::count(wide_, u, r, st);
+        return static_cast<S>(std::bit_cast<double>(r));
+      }
+    }
     const bits u = std::bit_cast<bits>(x);
     const bits r = detail::round_one(plan_, u, rng_, index);
     detail::count(plan_, u, r, st);
     return std::bit_cast<S>(r);
+  }
+  /// True when this rounder rounds through double (rounds_through_double); always false for double.
+  constexpr bool widened() const { return widened_; }
+  /// The double rounder this one rounds through: same format, options, seed and element index
+  /// (only meaningful when widened()).
+  constexpr rounder<double> through_double() const
+    requires(sizeof(S) == 4)
+  {
+    rounder<double> r(wide_, rng_, first_index_);
+    return r;
   }
   /// The same rounder with its first element index moved on by `offset` (for chunked calls).
   constexpr rounder advanced(std::uint64_t offset) const {
@@ -413,9 +473,20 @@ class rounder {
   constexpr std::uint64_t first_index() const { return first_index_; }
 
  private:
-  rounding_plan<S> plan_;
+  template <std::floating_point>
+  friend class rounder;
+  constexpr rounder(const rounding_plan<S>& p, const counter_rng& rng, std::uint64_t first_index)
+      : plan_(p), rng_(rng), first_index_(first_index) {}
+  /// float bits widened exactly to double bits (float -> double is exact).
+  MINIFLOAT_HD static constexpr std::uint64_t wide_bits(S x) {
+    return std::bit_cast<std::uint64_t>(static_cast<double>(x));
+  }
+
+  rounding_plan<S> plan_{};
   counter_rng rng_;
   std::uint64_t first_index_;
+  bool widened_ = false;
+  [[no_unique_address]] wide_plan wide_{};
 };
 
 /// A rounder that advances the element index itself: its i-th value (counting values of bulk
