@@ -171,6 +171,14 @@ MINIFLOAT_HD constexpr bool rounds_through_double(const format& f) {
   }
 }
 
+/// Why the conversion functions (rounder, quantize, encode, decode) cannot take format f for
+/// values of type S; empty when they can, through S's own plan or through double
+/// (rounds_through_double). Stricter users (packed storage, block elements) use source_problem.
+template <std::floating_point S>
+std::string conversion_problem(const format& f) {
+  return rounds_through_double<S>(f) ? std::string{} : source_problem<S>(f);
+}
+
 namespace detail {
 /// The plan without validation: for formats already checked (the template type checks at compile time).
 template <std::floating_point S>

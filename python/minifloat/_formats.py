@@ -91,8 +91,8 @@ format = Format  # the spelling of the issue and of docs/python.md: minifloat.fo
 
 #: The named formats of format.hpp that float32 rounds to (binary32, binary16, bfloat16, e5m2, e4m3,
 #: fp_6_9_0, fp_4_3_4, fp_5_2_0, e4m3fnuz, e5m2fnuz and the OCP MX elements e2m3, e3m2, e2m1, int8_mx).
-#: E8M0's smallest value 2^-127 is below float's normal range: parse_format("e8m0") gives it, for
-#: float64 data.
+#: E8M0 (parse_format("e8m0")) is not among them only because its smallest value 2^-127 is below
+#: float's normal range; float32 data still rounds to it, through the core's double path.
 NAMED = {name: Format._from_key(key) for name, key in _core.named_formats}
 
 

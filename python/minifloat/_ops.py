@@ -196,7 +196,7 @@ def decode(codes, fmt, dtype=None):
     source.require_integer()
     f = as_format(fmt, who)
     is_double = _is_double(dtype, who)
-    problem = _core.source_problem(f._key, is_double)
+    problem = _core.conversion_problem(f._key, is_double)
     if problem:
         raise ValueError(f"{who}: {problem}")
     src = source.contiguous()

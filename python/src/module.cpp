@@ -77,7 +77,7 @@ std::size_t encode_dispatch(std::uintptr_t in, std::uintptr_t out, std::size_t n
 
 template <class S, class C>
 void decode_typed(std::uintptr_t in, std::uintptr_t out, std::size_t n, const format& f, int threads) {
-  if (auto p = source_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat.format: " + p);
+  if (auto p = conversion_problem<S>(f); !p.empty()) throw std::invalid_argument("minifloat.format: " + p);
   py::gil_scoped_release unlocked;
   for_ranges(n, threads, [&](std::size_t, std::size_t start, std::size_t count) {
     decode(span_at<const C>(in, n).subspan(start, count), span_at<S>(out, n).subspan(start, count), f);
@@ -114,9 +114,9 @@ void bind_core(py::module_& m) {
   m.attr("parse_names") = parse_names;
 
   m.def("format_problem", [](const format_tuple& t) { return to_format(t).problem(); });
-  m.def("source_problem", [](const format_tuple& t, bool is_double) {
+  m.def("conversion_problem", [](const format_tuple& t, bool is_double) {
     const format f = to_format(t);
-    return is_double ? source_problem<double>(f) : source_problem<float>(f);
+    return is_double ? conversion_problem<double>(f) : conversion_problem<float>(f);
   });
   m.def("format_string", [](const format_tuple& t) { return to_string(to_format(t)); });
   m.def("parse_format", [](const std::string& name) { return to_tuple(parse_format(name)); });
@@ -144,8 +144,8 @@ void bind_core(py::module_& m) {
                      : quantize_typed<float>(in, out, n, to_format(f), to_options(o), threads, want_stats);
   });
   m.def("check_options", [](const format_tuple& f, const options_tuple& o, bool is_double) {
-    if (is_double) (void)make_plan<double>(to_format(f), to_options(o));
-    else (void)make_plan<float>(to_format(f), to_options(o));
+    if (is_double) (void)rounder<double>(to_format(f), to_options(o));
+    else (void)rounder<float>(to_format(f), to_options(o));  // rounder: E8M0 from float goes through double
   });
   m.def("encode", [](std::uintptr_t in, std::uintptr_t out, std::size_t n, bool is_double, int code_bytes,
                      const format_tuple& f, const options_tuple& o, int threads) {

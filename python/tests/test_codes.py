@@ -130,3 +130,22 @@ def test_gecko_tensor_checksum_catches_every_single_bit_flip():
     unchecked = mf.gecko_compress(x, checksum=False)
     assert unchecked.numel() == buffer.numel() - 4
     assert torch.equal(mf.gecko_decompress(unchecked).view(torch.int32), x.view(torch.int32))
+
+
+@pytest.mark.parametrize("rounding", mf.ROUNDING)
+def test_e8m0_from_float32_gives_the_float64_paths_bits(rounding):
+    # E8M0's smallest value 2^-127 is a float subnormal: float32 data rounds through the core's
+    # double path, so quantize, encode and decode must agree with float64 data bit for bit.
+    fmt = mf.parse_format("e8m0")
+    x = np.concatenate([edge_values(np.float32), random_values(np.float32, 4000, 7),
+                        np.ldexp(np.float32(1.5), np.arange(-149, 128)).astype(np.float32)])
+    with np.errstate(invalid="ignore"):  # the random bit patterns include signalling NaNs
+        wide = x.astype(np.float64)
+    q32 = mf.quantize(x, fmt, rounding, "saturate", seed=9)
+    q64 = mf.quantize(wide, fmt, rounding, "saturate", seed=9)
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(q32.astype(np.float64), q64, equal_nan=True)
+    codes = mf.encode(x, fmt, rounding, "saturate", seed=9)
+    assert np.array_equal(codes, mf.encode(wide, fmt, rounding, "saturate", seed=9))
+    assert np.array_equal(mf.decode(codes, fmt), q32, equal_nan=True)
+    assert mf.decode(np.array([0, 127, 254, 255], dtype=np.uint8), fmt).tolist()[:3] == [2.0 ** -127, 1.0, 2.0 ** 127]
