@@ -31,12 +31,16 @@ inline constexpr std::size_t parallel_grain = 1024;
 inline constexpr std::size_t parallel_min_chunk = std::size_t{1} << 15;
 
 namespace detail {
+/// The number of threads t asks for (0: the hardware's), at least 1.
+inline std::size_t thread_count(threads t) {
+  return std::max(1u, t.count == 0 ? std::thread::hardware_concurrency() : t.count);
+}
+
 /// Calls f(chunk, start, length) for chunk = 0..k-1 covering [0, n), f(0, ...) on this thread,
 /// and returns k. Rethrows the first exception a chunk threw, after every thread has finished.
 template <class F>
 std::size_t for_each_chunk(std::size_t n, threads t, F&& f) {
-  std::size_t k = t.count == 0 ? std::max(1u, std::thread::hardware_concurrency()) : t.count;
-  k = std::max<std::size_t>(1, std::min(k, n / parallel_min_chunk));
+  std::size_t k = std::max<std::size_t>(1, std::min(thread_count(t), n / parallel_min_chunk));
   const std::size_t grains = (n + parallel_grain - 1) / parallel_grain;
   const std::size_t per = (grains + k - 1) / k * parallel_grain;
   k = n == 0 ? 1 : (n + per - 1) / per;
@@ -73,7 +77,7 @@ void quantize(std::span<const S> in, std::span<S> out, const rounder<S>& r, thre
 template <std::floating_point S>
 void quantize(std::span<const S> in, std::span<S> out, const rounder<S>& r, rounding_stats& st, threads t) {
   detail::check_same_size(in.size(), out.size());
-  std::vector<rounding_stats> part(std::max<unsigned>(1, t.count == 0 ? std::thread::hardware_concurrency() : t.count));
+  std::vector<rounding_stats> part(detail::thread_count(t));
   const std::size_t k = detail::for_each_chunk(in.size(), threads{static_cast<unsigned>(part.size())},
                                                [&](std::size_t c, std::size_t start, std::size_t n) {
                                                  quantize(in.subspan(start, n), out.subspan(start, n),
@@ -94,8 +98,7 @@ std::size_t try_encode(std::span<const S> in, std::span<C> out, const rounder<S>
   const format& f = r.plan().fmt;
   if (f.bit_width() > static_cast<int>(sizeof(C) * 8))
     throw std::invalid_argument("minifloat::encode: codes of " + to_string(f) + " do not fit the output type");
-  std::vector<std::size_t> first(std::max<unsigned>(1, t.count == 0 ? std::thread::hardware_concurrency() : t.count),
-                                 in.size());
+  std::vector<std::size_t> first(detail::thread_count(t), in.size());
   const std::size_t k = detail::for_each_chunk(in.size(), threads{static_cast<unsigned>(first.size())},
                                                [&](std::size_t c, std::size_t start, std::size_t n) {
                                                  const std::size_t done = try_encode(
@@ -115,7 +118,7 @@ void encode(std::span<const S> in, std::span<C> out, const rounder<S>& r, thread
 template <std::floating_point S, std::unsigned_integral C>
 void decode(std::span<const C> in, std::span<S> out, const format& f, threads t) {
   detail::check_same_size(in.size(), out.size());
-  if (auto p = source_problem<S>(f); !p.empty() && !rounds_through_double<S>(f))
+  if (auto p = conversion_problem<S>(f); !p.empty())
     throw std::invalid_argument("minifloat::format: " + p);
   detail::for_each_chunk(in.size(), t, [&](std::size_t, std::size_t start, std::size_t n) {
     decode(in.subspan(start, n), out.subspan(start, n), f);
