@@ -187,6 +187,17 @@ inline std::uint32_t canonical_nan_bits(std::uint32_t bits) {
   return (bits & 0x7FFFFFFFU) > 0x7F800000U ? (bits & 0x80000000U) | quiet_nan : bits;
 }
 
+/// R's code (visible bits, then K extra bits) of a float, and R's value of a code, for a
+/// float_prefix_layout with K extra bits.
+template <int K>
+inline std::uint32_t prefix_code(float x) {
+  return canonical_nan_bits(std::bit_cast<std::uint32_t>(x)) >> (16 - K);
+}
+template <int K>
+inline float prefix_value(std::uint32_t code) {
+  return std::bit_cast<float>(canonical_nan_bits(code << (16 - K)));
+}
+
 /// The weights of a float_prefix_layout seen one at a time in place: get(i) is reconstruct's
 /// value of pair i, set(i, x) stores x as split_into does. An optimizer's one-pass loop reads and
 /// writes the packed words through it (no restored copy, no chunk passes).
@@ -204,10 +215,10 @@ class float_prefix_weights {
     Extra e;
     std::memcpy(&h, visible_ + 2 * i, 2);
     std::memcpy(&e, extra_ + sizeof(Extra) * i, sizeof(Extra));
-    return std::bit_cast<float>(canonical_nan_bits(((std::uint32_t{h} << k) | e) << (16 - k)));
+    return prefix_value<k>((std::uint32_t{h} << k) | e);
   }
   void set(std::size_t i, float x) const {
-    const std::uint32_t code = canonical_nan_bits(std::bit_cast<std::uint32_t>(x)) >> (16 - k);
+    const std::uint32_t code = prefix_code<k>(x);
     const auto h = static_cast<std::uint16_t>(code >> k);
     const auto e = static_cast<Extra>(code);
     std::memcpy(visible_ + 2 * i, &h, 2);
@@ -232,7 +243,7 @@ void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visib
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
     for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t code = canonical_nan_bits(std::bit_cast<std::uint32_t>(x[start + i])) >> (16 - k);
+      const std::uint32_t code = prefix_code<k>(x[start + i]);
       visible[i] = static_cast<std::uint16_t>(code >> k);
       extra[i] = static_cast<Extra>(code);
     }
@@ -260,8 +271,7 @@ void reconstruct_float_prefix(std::span<const std::uint32_t> visible_words, std:
     std::memcpy(visible, vbytes + start * 2, m * 2);
     std::memcpy(extra, ebytes + start * sizeof(Extra), m * sizeof(Extra));
     for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t code = (std::uint32_t{visible[i]} << k) | extra[i];
-      out[start + i] = std::bit_cast<float>(canonical_nan_bits(code << (16 - k)));
+      out[start + i] = prefix_value<k>((std::uint32_t{visible[i]} << k) | extra[i]);
     }
   }
 }
