@@ -97,7 +97,7 @@ def measure(args, fmt, rounding, x, x_np, out, copy_out):
         "py1": lambda: with_threads(1, quantize),
         "py2": lambda: with_threads(2, quantize),
     }
-    if rounding == "nearest_even":
+    if rounding == "nearest_even" and args.torch_reps > 0:
         items["torch1"] = lambda: with_threads(1, lambda: torch_emulation(x, fmt))
         items["torch2"] = lambda: with_threads(2, lambda: torch_emulation(x, fmt))
     samples = {k: [] for k in items}

@@ -143,8 +143,9 @@ void bm_scalar_loop(benchmark::State& state) {
 
 // The parallel forms (parallel.hpp) at 16M values. Arguments: kernel, threads. Kernels:
 // 0 quantize e4m3 nearest-even, 1 quantize e4m3 stochastic, 2 encode binary16, 3 decode
-// binary16, 4 pack 13-bit fields, 5 unpack them; wide data. Speed-up = the 2-thread row's rate
-// over the 1-thread row's; x_memcpy compares with one thread's memcpy.
+// binary16, 4 pack 13-bit fields, 5 unpack them, 6 memcpy split into the same chunks (what the
+// memory system gives t threads: the bound of the memory-bound kernels); wide data. Speed-up =
+// the 2-thread row's rate over the 1-thread row's; x_memcpy compares with one thread's memcpy.
 void bm_parallel(benchmark::State& state) {
   const std::size_t n = std::size_t{1} << 24;
   const auto kernel = state.range(0);
@@ -167,11 +168,16 @@ void bm_parallel(benchmark::State& state) {
       case 2: minifloat::encode(std::span<const float>(in), std::span<std::uint16_t>(codes), rne, t); break;
       case 3: minifloat::decode(std::span<const std::uint16_t>(codes), std::span<float>(out), minifloat::binary16, t); break;
       case 4: minifloat::storage::pack(fields, 13, words, t); break;
+      case 6:
+        minifloat::detail::for_each_chunk(n, t, [&](std::size_t, std::size_t start, std::size_t length) {
+          std::memcpy(out.data() + start, in.data() + start, length * sizeof(float));
+        });
+        break;
       default: minifloat::storage::unpack(words, 13, n, fields, t); break;
     }
   });
   const char* const names[] = {"quantize e4m3 nearest_even", "quantize e4m3 stochastic", "encode binary16",
-                               "decode binary16", "pack 13-bit", "unpack 13-bit"};
+                               "decode binary16", "pack 13-bit", "unpack 13-bit", "memcpy"};
   state.SetLabel(std::string(names[kernel]) + " wide, " + std::to_string(t.count) + " threads");
 }
 
@@ -189,6 +195,6 @@ BENCHMARK(bm_bf16_round_trip)->ArgsProduct({{in_cache, in_memory}, {0, 1}})->Use
 BENCHMARK(bm_scalar_loop)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {2, 3, 4}, {0, 1, 2, 3}})->UseManualTime();
 BENCHMARK(bm_quantize)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {0, 1, 2, 3, 4}, {0, 1, 2, 3}, {0, 1}})->UseManualTime();
 
-BENCHMARK(bm_parallel)->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1, 2}})->UseManualTime();
+BENCHMARK(bm_parallel)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 2}})->UseManualTime();
 
 BENCHMARK_MAIN();
