@@ -33,54 +33,94 @@ inline void check_same_size(std::size_t in, std::size_t out) {
 }
 
 /// Random words of stochastic rounding for lanes first..first+lanes-1, identical to
-/// counter_rng::bits32 / bits64 of each index. Built for a kernel that asks for consecutive
-/// registers: it keeps the block keys and the Weyl term of the next register, so a call that
-/// continues the previous one costs one vector add before the mixers (no re-keying check,
-/// broadcasts or multiply by the Weyl constant); any other call recomputes them.
+/// counter_rng::bits32 / bits64 of each index (random.hpp). A register of draws that starts at a
+/// multiple of its lane count is whole ARS blocks: on VAES one 512-bit (or 256-bit) computation
+/// with the round keys held in registers; elsewhere one ARS call per 128-bit block. A register
+/// that starts elsewhere joins two such aligned registers, and keeps the second for the next call.
 template <class V>
 struct lane_random {
   using B = std::remove_cvref_t<decltype(V{}[0])>;
-  using H = simd_with_lanes_of<std::uint32_t, B>;  // 32-bit words, one per lane
   static constexpr std::size_t lanes = sizeof(V) / sizeof(B);
-  counter_rng rng;
-  counter_rng second{};
-  std::uint64_t key = 0, second_key = 0;
-  std::uint64_t next = 1;          // the first index of the register the Weyl term belongs to (1: none yet)
-  std::uint64_t registers_left = 0;  // registers before the key block ends (or straddles)
-  H weyl{};                        // (low index word of each lane) * golden32
+  static constexpr std::size_t blocks = sizeof(V) / 16;
+  static constexpr std::uint64_t draws_per_block = 16 / sizeof(B);
+  static constexpr std::uint64_t domain = sizeof(B) == 4 ? domain_bits32 : domain_bits64;
+  static_assert(sizeof(V) % 16 == 0, "registers of whole 128-bit blocks");
 
-  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} {}
+  block128 key;
+  block128 round_keys[ars_rounds + 1];
+  bool have_next = false;
+  std::uint64_t next_first = 0;
+  V next{};
+
+  explicit lane_random(const counter_rng& r) : key(r.key()) {
+    round_keys[0] = key;
+    for (int k = 1; k <= ars_rounds; ++k) round_keys[k] = ars_next_key(round_keys[k - 1]);
+  }
+
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX2__) && !defined(__CUDA_ARCH__)
+  /// b in every 128-bit lane (set from two words: the broadcast intrinsics trip GCC 12's
+  /// maybe-uninitialized warning).
+  static __m256i every_block256(const block128& b) {
+    const auto lo = static_cast<long long>(b.low()), hi = static_cast<long long>(b.high());
+    return _mm256_set_epi64x(hi, lo, hi, lo);
+  }
+#if defined(__AVX512F__)
+  static __m512i every_block512(const block128& b) {
+    const auto lo = static_cast<long long>(b.low()), hi = static_cast<long long>(b.high());
+    return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+  }
+#endif
+#endif
+
+  /// The draws of indices first..first+lanes-1, first a multiple of lanes.
+  [[gnu::always_inline]] V aligned(std::uint64_t first) const {
+    const std::uint64_t block_index = first / draws_per_block;
+    V v;
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+    if constexpr (blocks == 4) {
+      const __m512i offsets = _mm512_set_epi64(static_cast<long long>(domain), 3, static_cast<long long>(domain), 2,
+                                               static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
+      __m512i x = _mm512_mask_add_epi64(offsets, 0x55, offsets, _mm512_set1_epi64(static_cast<long long>(block_index)));
+      x = _mm512_xor_si512(x, every_block512(round_keys[0]));
+      for (int k = 1; k < ars_rounds; ++k) x = _mm512_aesenc_epi128(x, every_block512(round_keys[k]));
+      x = _mm512_aesenclast_epi128(x, every_block512(round_keys[ars_rounds]));
+      std::memcpy(&v, &x, sizeof v);
+      return v;
+    }
+#endif
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX2__) && !defined(__CUDA_ARCH__)
+    if constexpr (blocks == 2) {
+      const __m256i offsets =
+          _mm256_set_epi64x(static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
+      __m256i x = _mm256_add_epi64(offsets, _mm256_set_epi64x(0, static_cast<long long>(block_index), 0,
+                                                              static_cast<long long>(block_index)));
+      x = _mm256_xor_si256(x, every_block256(round_keys[0]));
+      for (int k = 1; k < ars_rounds; ++k)
+        x = _mm256_aesenc_epi128(x, every_block256(round_keys[k]));
+      x = _mm256_aesenclast_epi128(x, every_block256(round_keys[ars_rounds]));
+      std::memcpy(&v, &x, sizeof v);
+      return v;
+    }
+#endif
+    block128 out[blocks];
+    for (std::size_t j = 0; j < blocks; ++j) out[j] = ars<ars_rounds>(block128::from(block_index + j, domain), key);
+    std::memcpy(&v, out, sizeof v);
+    return v;
+  }
 
   V operator()(std::uint64_t first) {
-    if (first != next || registers_left == 0) {
-      const auto low = static_cast<std::uint32_t>(first);
-      if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
-        V v{};
-        for (std::size_t k = 0; k < lanes; ++k) {
-          if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
-          else v[k] = rng.bits64(first + k);
-        }
-        registers_left = 0;
-        return v;
-      }
-      const auto high = static_cast<std::uint32_t>(first >> 32);
-      key = rng.key(high);
-      if constexpr (sizeof(B) == 8) second_key = second.key(high);
-      weyl = (low + lane_indices<H>()) * golden32;
-      registers_left = (std::uint64_t{0xffffffffU} - low + 1) / lanes;
-      next = first;
-    }
-    const H draw = counter_rng::bits32_from_weyl(weyl, key);
+    const std::uint64_t shift = first % lanes;
+    if (shift == 0) return aligned(first);
+    const std::uint64_t base = first - shift;
+    const V low = have_next && next_first == base ? next : aligned(base);
+    next_first = base + lanes;  // wraps to 0 past 2^64 - 1, as the index does
+    next = aligned(next_first);
+    have_next = true;
+    B joined[2 * lanes];
+    std::memcpy(joined, &low, sizeof(V));
+    std::memcpy(joined + lanes, &next, sizeof(V));
     V v;
-    if constexpr (sizeof(B) == 4) {
-      v = draw;
-    } else {
-      const V lo = __builtin_convertvector(counter_rng::bits32_from_weyl(weyl, second_key), V);
-      v = (__builtin_convertvector(draw, V) << 32) | lo;
-    }
-    weyl += static_cast<std::uint32_t>(lanes) * golden32;
-    next += lanes;
-    --registers_left;
+    std::memcpy(&v, joined + shift, sizeof(V));
     return v;
   }
 };
