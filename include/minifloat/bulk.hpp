@@ -36,7 +36,8 @@ inline void check_same_size(std::size_t in, std::size_t out) {
 /// counter_rng::bits32 / bits64 of each index (random.hpp). A register of draws that starts at a
 /// multiple of its lane count is whole ARS blocks: on VAES one 512-bit (or 256-bit) computation
 /// with the round keys held in registers; elsewhere one ARS call per 128-bit block. A register
-/// that starts elsewhere joins two such aligned registers, and keeps the second for the next call.
+/// that starts elsewhere joins two such aligned registers. Each call also computes the aligned
+/// register after its own and keeps it for the next call.
 template <class V>
 struct lane_random {
   using B = std::remove_cvref_t<decltype(V{}[0])>;
@@ -110,12 +111,14 @@ struct lane_random {
 
   V operator()(std::uint64_t first) {
     const std::uint64_t shift = first % lanes;
-    if (shift == 0) return aligned(first);
     const std::uint64_t base = first - shift;
     const V low = have_next && next_first == base ? next : aligned(base);
+    // The next aligned register is computed now, a call before it is needed: its AES chain then
+    // overlaps this register's rounding instead of stalling the next one.
     next_first = base + lanes;  // wraps to 0 past 2^64 - 1, as the index does
     next = aligned(next_first);
     have_next = true;
+    if (shift == 0) return low;
     B joined[2 * lanes];
     std::memcpy(joined, &low, sizeof(V));
     std::memcpy(joined + lanes, &next, sizeof(V));
@@ -249,6 +252,66 @@ template <rounding Mode>
 }
 #endif
 
+/// True when S and V have stochastic_split_rounding (float, 64-byte registers, AVX-512).
+template <std::floating_point S, class V>
+inline constexpr bool has_stochastic_split = std::same_as<S, float> && float_add_form<V>;
+
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+/// -log2 of the format's subnormal spacing q = 2^(emin - m), i.e. m - emin, from the plan's fields.
+inline int minus_log2_subnormal_step(const rounding_plan<float>& p) {
+  return 150 - static_cast<int>(p.d_normal) - static_cast<int>(p.emin_field);  // (23 - d) - (field - 127)
+}
+
+/// The plans stochastic_split_rounding serves: a mantissa bit (the plain path's condition),
+/// subnormals kept (no flushing of either kind), not fnuz or E8M0, and a subnormal spacing
+/// q = 2^(emin - m) with 2^-94 <= q <= 1 (see below).
+inline bool stochastic_split_applies(const rounding_plan<float>& p) {
+  const int k = minus_log2_subnormal_step(p);
+  return p.plain_path && p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only &&
+         k >= 0 && k <= 94;
+}
+
+/// Stochastic rounding of a register of finite floats (lane_path::finite's bits) in two parts.
+/// Lanes at or above the smallest normal take the plain path's bit-pattern form, which is exact
+/// there at any magnitude for stochastic rounding (the format's step is 2^d source ulps in every
+/// normal binade, and a result beyond max becomes the overflow result). Lanes below it lie on the
+/// fixed grid of multiples of q: t = |x| / q is exact, its integer part n = trunc(t) and
+/// fraction f = t - n are exact, floor(f * 2^32) is the core's fixed-point fraction, and
+/// (n + up) * q is exact. With q >= 2^-94 every float subnormal input has t < 2^-32, so its
+/// fraction is 0 and it rounds to ±0 with or without DAZ; no intermediate or result is a float
+/// subnormal, so FTZ changes nothing either. tests/test_bulk.cpp checks it against the core.
+[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_split_rounding(const rounding_plan<float>& p,
+                                                                              simd_t<std::uint32_t> u,
+                                                                              simd_t<std::uint32_t> random) {
+  using V = simd_t<std::uint32_t>;
+  const V normal_lanes = round_bits<rounding::stochastic, lane_path::plain>(p, u, random);
+  const V a = u & 0x7fffffffU, sign = u ^ a;
+  __m512i av, sv, rv, nv;
+  std::memcpy(&av, &a, 64);
+  std::memcpy(&sv, &sign, 64);
+  std::memcpy(&rv, &random, 64);
+  std::memcpy(&nv, &normal_lanes, 64);
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(av, _mm512_set1_epi32(static_cast<int>(p.emin_field << 23)));
+  const int k = minus_log2_subnormal_step(p);
+  const __m512 over_q = _mm512_castsi512_ps(_mm512_set1_epi32((127 + k) << 23));
+  const __m512 q = _mm512_castsi512_ps(_mm512_set1_epi32((127 - k) << 23));
+  const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), over_q);
+  const __m512 n = _mm512_maskz_roundscale_ps(0xffff, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 f32 = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0x1p32f));
+  const __m512i fraction = _mm512_maskz_cvttps_epu32(0xffff, f32);
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
+  const __mmask16 up =
+      _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask));
+  const __m512 stepped = _mm512_mask_add_ps(n, up, n, _mm512_set1_ps(1.0f));
+  const __m512i magnitude = _mm512_castps_si512(_mm512_mul_ps(stepped, q));
+  const __m512i signed_result = _mm512_or_si512(magnitude, sv);
+  V result;
+  const __m512i blended = _mm512_mask_blend_epi32(tiny, nv, signed_result);
+  std::memcpy(&result, &blended, 64);
+  return result;
+}
+#endif
+
 /// The paths of one register: the single-binade shortcut, the full core without NaN/Inf handling
 /// (or its float-arithmetic form, when `float_add` = float_add_applies(p), decided once per
 /// kernel), or the full core. Plain lanes lie between the smallest normal and the overflow
@@ -288,6 +351,13 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
     return result;
   }
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (Mode == rounding::stochastic && has_stochastic_split<S, V>) {
+    if (float_add) {  // for stochastic rounding: stochastic_split_applies (use_float_add)
+      const V result = stochastic_split_rounding(p, u, random);
+      if constexpr (Count) counts.template add<true>(p, u, result, valid);
+      return result;
+    }
+  }
   if constexpr (has_float_add<Mode, S, V>) {
     if (FloatAddFirst || float_add) {
       const V result = float_add_rounding<Mode>(p, u);
@@ -301,11 +371,13 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
   return result;
 }
 
-/// float_add_applies where the float-arithmetic form exists, else false.
+/// float_add_applies (stochastic_split_applies for stochastic rounding) where that form exists,
+/// else false.
 template <std::floating_point S>
 inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
-  if constexpr (std::same_as<S, float>) return float_add_applies(p);
+  if constexpr (std::same_as<S, float>)
+    return p.mode == rounding::stochastic ? stochastic_split_applies(p) : float_add_applies(p);
 #endif
   return false;
 }
