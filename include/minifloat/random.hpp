@@ -15,7 +15,7 @@
 //  - bits64(i): 64-bit half i mod 2 of ARS-5(counter = (i / 2, domain 1)), low word first;
 //    a counter is (low 64 bits, high 64 bits), a block's words are little-endian.
 // So 16 consecutive 32-bit draws from a multiple of 16 are four consecutive blocks: one 512-bit
-// VAES computation in the bulk kernels (counter_lanes below). The scalar and device path is a
+// VAES computation in the bulk kernels (bulk.hpp's lane_random). The scalar and device path is a
 // software AES round (SubBytes, ShiftRows, MixColumns, AddRoundKey, FIPS 197) with the same bits;
 // on x86 hosts with AES-NI the scalar path uses the aesenc instruction instead.
 #pragma once
