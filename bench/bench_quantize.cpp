@@ -141,6 +141,24 @@ void bm_scalar_loop(benchmark::State& state) {
                  (state.range(1) ? " wide" : " normal") + " scalar loop");
 }
 
+// The stochastic-rounding generator alone (random.hpp's ARS-5 through the bulk kernels' vector
+// path, bulk.hpp's lane_random): the 32-bit draws of n consecutive indices stored to out.
+void bm_random_words(benchmark::State& state) {
+  using V = minifloat::detail::simd_t<std::uint32_t>;
+  constexpr std::size_t lanes = minifloat::detail::simd_lanes<std::uint32_t>;
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto& in = input(n, data_set::normal);
+  std::vector<float> out(n);
+  timed_beside_memcpy(state, n, in, out, [&] {
+    minifloat::detail::lane_random<V> draw(minifloat::counter_rng{1});
+    for (std::size_t i = 0; i + lanes <= n; i += lanes) {
+      const V v = draw(i);
+      std::memcpy(out.data() + i, &v, sizeof v);
+    }
+  });
+  state.SetLabel("ARS-5 random words alone");
+}
+
 // The parallel forms (parallel.hpp) at 16M values. Arguments: kernel, threads. Kernels:
 // 0 quantize e4m3 nearest-even, 1 quantize e4m3 stochastic, 2 encode binary16, 3 decode
 // binary16, 4 pack 13-bit fields, 5 unpack them, 6 memcpy split into the same chunks (what the
@@ -194,6 +212,8 @@ BENCHMARK(bm_bf16_round_trip)->ArgsProduct({{in_cache, in_memory}, {0, 1}})->Use
 #endif
 BENCHMARK(bm_scalar_loop)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {2, 3, 4}, {0, 1, 2, 3}})->UseManualTime();
 BENCHMARK(bm_quantize)->ArgsProduct({{in_cache, in_memory}, {0, 1}, {0, 1, 2, 3, 4}, {0, 1, 2, 3}, {0, 1}})->UseManualTime();
+
+BENCHMARK(bm_random_words)->Arg(in_cache)->Arg(in_memory)->UseManualTime();
 
 BENCHMARK(bm_parallel)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 2}})->UseManualTime();
 

@@ -451,7 +451,7 @@ TEST_CASE("stochastic rounding of a span in random chunks with index = offset is
   for (const auto& f : {mf::binary16, mf::e4m3, mf::fp_4_3_4, mf::bfloat16}) {
     chunking_is_invisible<float>(f, 0);
     chunking_is_invisible<double>(f, 0);
-    // A span whose indices cross a 2^32 boundary of the generator's key blocks.
+    // Spans whose indices cross a multiple of 2^32, and start at no multiple of the register width.
     chunking_is_invisible<float>(f, (std::uint64_t{1} << 32) - 50000);
     chunking_is_invisible<double>(f, (std::uint64_t{5} << 32) - 12345);
   }
@@ -505,21 +505,31 @@ TEST_CASE("stochastic rounding of element i uses draw i of the seed's stream", "
   }
 }
 
-TEST_CASE("the 32-bit draw is a bijection of the low index word within a block of 2^32 indices",
+TEST_CASE("the 32-bit and 64-bit draws use every bit evenly, and other seeds and streams are unrelated",
           "[stochastic][rng]") {
-  // random.hpp documents the draw as a bijection of the index over each 2^32 block: consecutive
-  // indices never collide, and the top bits are evenly used.
-  const std::uint64_t n = kSanitize ? (1u << 18) : (1u << 23);
-  for (const std::uint64_t block : {std::uint64_t{0}, std::uint64_t{7} << 32}) {
-    const mf::counter_rng gen{12345};
-    std::vector<std::uint32_t> draws(n);
-    // The last n indices of the block, up to its end.
-    for (std::uint64_t i = 0; i < n; ++i) draws[i] = gen.bits32(block + ((std::uint64_t{1} << 32) - n) + i);
-    std::vector<std::uint64_t> buckets(16, 0);
-    for (std::uint32_t d : draws) ++buckets[d >> 28];
-    std::sort(draws.begin(), draws.end());
-    CHECK(std::adjacent_find(draws.begin(), draws.end()) == draws.end());
+  // random.hpp's ARS-5 stream: each bit of a draw is set half the time (binomial, 6 standard
+  // deviations), the top four bits spread evenly, and the streams of another seed and of the
+  // 64-bit draws share no more equal words than chance (about n / 2^32 of them).
+  const std::uint64_t n = kSanitize ? (1u << 16) : (1u << 21);
+  for (const std::uint64_t first : {std::uint64_t{0}, (std::uint64_t{7} << 32) - n / 2}) {
+    const mf::counter_rng gen{12345}, other{12346};
+    std::vector<std::uint64_t> ones(32, 0), ones64(64, 0), buckets(16, 0);
+    std::uint64_t same_as_other_seed = 0, same_as_64_bit_stream = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint32_t d = gen.bits32(first + i);
+      const std::uint64_t d64 = gen.bits64(first + i);
+      for (int b = 0; b < 32; ++b) ones[b] += (d >> b) & 1;
+      for (int b = 0; b < 64; ++b) ones64[b] += (d64 >> b) & 1;
+      ++buckets[d >> 28];
+      same_as_other_seed += d == other.bits32(first + i);
+      same_as_64_bit_stream += d == static_cast<std::uint32_t>(d64);
+    }
+    const double half = static_cast<double>(n) / 2, sd_half = std::sqrt(static_cast<double>(n) / 4);
+    for (std::uint64_t c : ones) CHECK(std::fabs(static_cast<double>(c) - half) < 6 * sd_half);
+    for (std::uint64_t c : ones64) CHECK(std::fabs(static_cast<double>(c) - half) < 6 * sd_half);
     const double expected = static_cast<double>(n) / 16, sd = std::sqrt(expected * 15 / 16);
     for (std::uint64_t b : buckets) CHECK(std::fabs(static_cast<double>(b) - expected) < 6 * sd);
+    CHECK(same_as_other_seed <= 3);
+    CHECK(same_as_64_bit_stream <= 3);
   }
 }

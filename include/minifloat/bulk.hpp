@@ -33,54 +33,97 @@ inline void check_same_size(std::size_t in, std::size_t out) {
 }
 
 /// Random words of stochastic rounding for lanes first..first+lanes-1, identical to
-/// counter_rng::bits32 / bits64 of each index. Built for a kernel that asks for consecutive
-/// registers: it keeps the block keys and the Weyl term of the next register, so a call that
-/// continues the previous one costs one vector add before the mixers (no re-keying check,
-/// broadcasts or multiply by the Weyl constant); any other call recomputes them.
+/// counter_rng::bits32 / bits64 of each index (random.hpp). A register of draws that starts at a
+/// multiple of its lane count is whole ARS blocks: on VAES one 512-bit (or 256-bit) computation
+/// with the round keys held in registers; elsewhere one ARS call per 128-bit block. A register
+/// that starts elsewhere joins two such aligned registers. Each call also computes the aligned
+/// register after its own and keeps it for the next call.
 template <class V>
 struct lane_random {
   using B = std::remove_cvref_t<decltype(V{}[0])>;
-  using H = simd_with_lanes_of<std::uint32_t, B>;  // 32-bit words, one per lane
   static constexpr std::size_t lanes = sizeof(V) / sizeof(B);
-  counter_rng rng;
-  counter_rng second{};
-  std::uint64_t key = 0, second_key = 0;
-  std::uint64_t next = 1;          // the first index of the register the Weyl term belongs to (1: none yet)
-  std::uint64_t registers_left = 0;  // registers before the key block ends (or straddles)
-  H weyl{};                        // (low index word of each lane) * golden32
+  static constexpr std::size_t blocks = sizeof(V) / 16;
+  static constexpr std::uint64_t draws_per_block = 16 / sizeof(B);
+  static constexpr std::uint64_t domain = sizeof(B) == 4 ? domain_bits32 : domain_bits64;
+  static_assert(sizeof(V) % 16 == 0, "registers of whole 128-bit blocks");
 
-  explicit lane_random(const counter_rng& r) : rng(r), second{mix64(r.seed ^ 0x5851f42d4c957f2dULL)} {}
+  block128 key;
+  block128 round_keys[ars_rounds + 1];
+  bool have_next = false;
+  std::uint64_t next_first = 0;
+  V next{};
+
+  explicit lane_random(const counter_rng& r) : key(r.key()) {
+    round_keys[0] = key;
+    for (int k = 1; k <= ars_rounds; ++k) round_keys[k] = ars_next_key(round_keys[k - 1]);
+  }
+
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX2__) && !defined(__CUDA_ARCH__)
+  /// b in every 128-bit lane (set from two words: the broadcast intrinsics trip GCC 12's
+  /// maybe-uninitialized warning).
+  static __m256i every_block256(const block128& b) {
+    const auto lo = static_cast<long long>(b.low()), hi = static_cast<long long>(b.high());
+    return _mm256_set_epi64x(hi, lo, hi, lo);
+  }
+#if defined(__AVX512F__)
+  static __m512i every_block512(const block128& b) {
+    const auto lo = static_cast<long long>(b.low()), hi = static_cast<long long>(b.high());
+    return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+  }
+#endif
+#endif
+
+  /// The draws of indices first..first+lanes-1, first a multiple of lanes.
+  [[gnu::always_inline]] V aligned(std::uint64_t first) const {
+    const std::uint64_t block_index = first / draws_per_block;
+    V v;
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+    if constexpr (blocks == 4) {
+      const __m512i offsets = _mm512_set_epi64(static_cast<long long>(domain), 3, static_cast<long long>(domain), 2,
+                                               static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
+      __m512i x = _mm512_mask_add_epi64(offsets, 0x55, offsets, _mm512_set1_epi64(static_cast<long long>(block_index)));
+      x = _mm512_xor_si512(x, every_block512(round_keys[0]));
+      for (int k = 1; k < ars_rounds; ++k) x = _mm512_aesenc_epi128(x, every_block512(round_keys[k]));
+      x = _mm512_aesenclast_epi128(x, every_block512(round_keys[ars_rounds]));
+      std::memcpy(&v, &x, sizeof v);
+      return v;
+    }
+#endif
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX2__) && !defined(__CUDA_ARCH__)
+    if constexpr (blocks == 2) {
+      const __m256i offsets =
+          _mm256_set_epi64x(static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
+      __m256i x = _mm256_add_epi64(offsets, _mm256_set_epi64x(0, static_cast<long long>(block_index), 0,
+                                                              static_cast<long long>(block_index)));
+      x = _mm256_xor_si256(x, every_block256(round_keys[0]));
+      for (int k = 1; k < ars_rounds; ++k)
+        x = _mm256_aesenc_epi128(x, every_block256(round_keys[k]));
+      x = _mm256_aesenclast_epi128(x, every_block256(round_keys[ars_rounds]));
+      std::memcpy(&v, &x, sizeof v);
+      return v;
+    }
+#endif
+    block128 out[blocks];
+    for (std::size_t j = 0; j < blocks; ++j) out[j] = ars<ars_rounds>(block128::from(block_index + j, domain), key);
+    std::memcpy(&v, out, sizeof v);
+    return v;
+  }
 
   V operator()(std::uint64_t first) {
-    if (first != next || registers_left == 0) {
-      const auto low = static_cast<std::uint32_t>(first);
-      if (low > 0xffffffffU - (lanes - 1)) {  // the lanes straddle two key blocks: draw one by one
-        V v{};
-        for (std::size_t k = 0; k < lanes; ++k) {
-          if constexpr (sizeof(B) == 4) v[k] = rng.bits32(first + k);
-          else v[k] = rng.bits64(first + k);
-        }
-        registers_left = 0;
-        return v;
-      }
-      const auto high = static_cast<std::uint32_t>(first >> 32);
-      key = rng.key(high);
-      if constexpr (sizeof(B) == 8) second_key = second.key(high);
-      weyl = (low + lane_indices<H>()) * golden32;
-      registers_left = (std::uint64_t{0xffffffffU} - low + 1) / lanes;
-      next = first;
-    }
-    const H draw = counter_rng::bits32_from_weyl(weyl, key);
+    const std::uint64_t shift = first % lanes;
+    const std::uint64_t base = first - shift;
+    const V low = have_next && next_first == base ? next : aligned(base);
+    // The next aligned register is computed now, a call before it is needed: its AES chain then
+    // overlaps this register's rounding instead of stalling the next one.
+    next_first = base + lanes;  // wraps to 0 past 2^64 - 1, as the index does
+    next = aligned(next_first);
+    have_next = true;
+    if (shift == 0) return low;
+    B joined[2 * lanes];
+    std::memcpy(joined, &low, sizeof(V));
+    std::memcpy(joined + lanes, &next, sizeof(V));
     V v;
-    if constexpr (sizeof(B) == 4) {
-      v = draw;
-    } else {
-      const V lo = __builtin_convertvector(counter_rng::bits32_from_weyl(weyl, second_key), V);
-      v = (__builtin_convertvector(draw, V) << 32) | lo;
-    }
-    weyl += static_cast<std::uint32_t>(lanes) * golden32;
-    next += lanes;
-    --registers_left;
+    std::memcpy(&v, joined + shift, sizeof(V));
     return v;
   }
 };
@@ -209,6 +252,66 @@ template <rounding Mode>
 }
 #endif
 
+/// True when S and V have stochastic_split_rounding (float, 64-byte registers, AVX-512).
+template <std::floating_point S, class V>
+inline constexpr bool has_stochastic_split = std::same_as<S, float> && float_add_form<V>;
+
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+/// -log2 of the format's subnormal spacing q = 2^(emin - m), i.e. m - emin, from the plan's fields.
+inline int minus_log2_subnormal_step(const rounding_plan<float>& p) {
+  return 150 - static_cast<int>(p.d_normal) - static_cast<int>(p.emin_field);  // (23 - d) - (field - 127)
+}
+
+/// The plans stochastic_split_rounding serves: a mantissa bit (the plain path's condition),
+/// subnormals kept (no flushing of either kind), not fnuz or E8M0, and a subnormal spacing
+/// q = 2^(emin - m) with 2^-94 <= q <= 1 (see below).
+inline bool stochastic_split_applies(const rounding_plan<float>& p) {
+  const int k = minus_log2_subnormal_step(p);
+  return p.plain_path && p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only &&
+         k >= 0 && k <= 94;
+}
+
+/// Stochastic rounding of a register of finite floats (lane_path::finite's bits) in two parts.
+/// Lanes at or above the smallest normal take the plain path's bit-pattern form, which is exact
+/// there at any magnitude for stochastic rounding (the format's step is 2^d source ulps in every
+/// normal binade, and a result beyond max becomes the overflow result). Lanes below it lie on the
+/// fixed grid of multiples of q: t = |x| / q is exact, its integer part n = trunc(t) and
+/// fraction f = t - n are exact, floor(f * 2^32) is the core's fixed-point fraction, and
+/// (n + up) * q is exact. With q >= 2^-94 every float subnormal input has t < 2^-32, so its
+/// fraction is 0 and it rounds to ±0 with or without DAZ; no intermediate or result is a float
+/// subnormal, so FTZ changes nothing either. tests/test_bulk.cpp checks it against the core.
+[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_split_rounding(const rounding_plan<float>& p,
+                                                                              simd_t<std::uint32_t> u,
+                                                                              simd_t<std::uint32_t> random) {
+  using V = simd_t<std::uint32_t>;
+  const V normal_lanes = round_bits<rounding::stochastic, lane_path::plain>(p, u, random);
+  const V a = u & 0x7fffffffU, sign = u ^ a;
+  __m512i av, sv, rv, nv;
+  std::memcpy(&av, &a, 64);
+  std::memcpy(&sv, &sign, 64);
+  std::memcpy(&rv, &random, 64);
+  std::memcpy(&nv, &normal_lanes, 64);
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(av, _mm512_set1_epi32(static_cast<int>(p.emin_field << 23)));
+  const int k = minus_log2_subnormal_step(p);
+  const __m512 over_q = _mm512_castsi512_ps(_mm512_set1_epi32((127 + k) << 23));
+  const __m512 q = _mm512_castsi512_ps(_mm512_set1_epi32((127 - k) << 23));
+  const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), over_q);
+  const __m512 n = _mm512_maskz_roundscale_ps(0xffff, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 f32 = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0x1p32f));
+  const __m512i fraction = _mm512_maskz_cvttps_epu32(0xffff, f32);
+  const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
+  const __mmask16 up =
+      _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask));
+  const __m512 stepped = _mm512_mask_add_ps(n, up, n, _mm512_set1_ps(1.0f));
+  const __m512i magnitude = _mm512_castps_si512(_mm512_mul_ps(stepped, q));
+  const __m512i signed_result = _mm512_or_si512(magnitude, sv);
+  V result;
+  const __m512i blended = _mm512_mask_blend_epi32(tiny, nv, signed_result);
+  std::memcpy(&result, &blended, 64);
+  return result;
+}
+#endif
+
 /// The paths of one register: the single-binade shortcut, the full core without NaN/Inf handling
 /// (or its float-arithmetic form, when `float_add` = float_add_applies(p), decided once per
 /// kernel), or the full core. Plain lanes lie between the smallest normal and the overflow
@@ -240,7 +343,10 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
   using src = source_layout<S>;
   const V twice = u << 1;  // drops the sign
   if constexpr (!FloatAddFirst) {
-    if (plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
+    // Stochastic rounding with its split form skips the test: that form is exact on plain lanes
+    // too, and where registers mix (e4m3 on N(0,1)) the test's branch is unpredictable.
+    constexpr bool split_form = Mode == rounding::stochastic && has_stochastic_split<S, V>;
+    if (!(split_form && float_add) && plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
   if (any_lane_at_least(twice, src::inf_bits << 1)) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
@@ -248,6 +354,13 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
     return result;
   }
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (Mode == rounding::stochastic && has_stochastic_split<S, V>) {
+    if (float_add) {  // for stochastic rounding: stochastic_split_applies (use_float_add)
+      const V result = stochastic_split_rounding(p, u, random);
+      if constexpr (Count) counts.template add<true>(p, u, result, valid);
+      return result;
+    }
+  }
   if constexpr (has_float_add<Mode, S, V>) {
     if (FloatAddFirst || float_add) {
       const V result = float_add_rounding<Mode>(p, u);
@@ -261,11 +374,13 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
   return result;
 }
 
-/// float_add_applies where the float-arithmetic form exists, else false.
+/// float_add_applies (stochastic_split_applies for stochastic rounding) where that form exists,
+/// else false.
 template <std::floating_point S>
 inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
-  if constexpr (std::same_as<S, float>) return float_add_applies(p);
+  if constexpr (std::same_as<S, float>)
+    return p.mode == rounding::stochastic ? stochastic_split_applies(p) : float_add_applies(p);
 #endif
   return false;
 }
