@@ -133,6 +133,21 @@ std::vector<weight_config> storage_variants() {
   return out;
 }
 
+/// The hand-computed model of the memory tests: linear 3 -> 2 with bias, tracked by `ledger`.
+nn::sequential linear_3_to_2(ms::memory_ledger& ledger) {
+  nn::sequential net({1, 3, 1, 1});
+  std::mt19937_64 rng(1);
+  net.emplace<nn::linear>("fc", std::size_t{3}, std::size_t{2}, true, rng);
+  net.track_memory(ledger);
+  return net;
+}
+/// Its batch of 4.
+batch linear_batch() {
+  batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
+  for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("fused and unfused updates leave bit-identical weights when nothing overflows") {
@@ -231,10 +246,7 @@ TEST_CASE("global-norm clipping is refused for a fused update; bad layouts name 
 
 TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 + 8 split, SGD momentum") {
   ms::memory_ledger ledger;
-  nn::sequential net({1, 3, 1, 1});
-  std::mt19937_64 rng(1);
-  net.emplace<nn::linear>("fc", std::size_t{3}, std::size_t{2}, true, rng);
-  net.track_memory(ledger);
+  nn::sequential net = linear_3_to_2(ledger);
   // value, used, grad: 6 + 2 floats each.
   CHECK(ledger.current(ms::memory_category::weights) == 32);
   CHECK(ledger.current(ms::memory_category::compute_copy) == 32);
@@ -253,8 +265,7 @@ TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 
 
   nn::no_rounding hooks;
   nn::softmax_cross_entropy loss;
-  batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
-  for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  const batch b = linear_batch();
   store.begin_step(0.1);
   loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
   net.backward(loss.backward(), hooks, store.sink());
@@ -271,10 +282,7 @@ TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 
 TEST_CASE("low-only MX weights: each update is the fp32 step re-quantized along rows; the ledger counts packed codes and scales") {
   // A linear layer 3 -> 2 with bias, batch 4, MXFP8 (e4m3) weights, SGD momentum, nearest even.
   ms::memory_ledger ledger;
-  nn::sequential net({1, 3, 1, 1});
-  std::mt19937_64 rng(1);
-  net.emplace<nn::linear>("fc", std::size_t{3}, std::size_t{2}, true, rng);
-  net.track_memory(ledger);
+  nn::sequential net = linear_3_to_2(ledger);
   std::vector<std::vector<float>> initial;
   for (nn::parameter* p : net.parameters()) initial.emplace_back(p->value.begin(), p->value.end());
   minifloat::training::loss_scaler scaler({1.0f, 2.0f, 0.5f, 1000, false});
@@ -297,8 +305,7 @@ TEST_CASE("low-only MX weights: each update is the fp32 step re-quantized along 
 
   nn::no_rounding hooks;
   nn::softmax_cross_entropy loss;
-  batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
-  for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  const batch b = linear_batch();
   std::vector<std::vector<float>> expected;
   std::vector<ms::sgd_state> states(2);
   for (int step = 0; step < 2; ++step) {

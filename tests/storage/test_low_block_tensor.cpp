@@ -20,18 +20,14 @@
 #include <minifloat/storage/low_block_tensor.hpp>
 #include <minifloat/storage/optimizers.hpp>
 
+#include "support.hpp"
+
 namespace mf = minifloat;
 namespace ms = minifloat::storage;
 
 namespace {
 
-std::vector<float> normal(std::size_t n, std::uint64_t seed, float scale) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using test_support::normal_floats;
 
 /// The rule the header states: generation g draws from mix64(seed + golden64 · (g + 1)), element
 /// i of the tensor at index i.
@@ -105,7 +101,7 @@ TEST_CASE("stored MX weights equal a whole-tensor quantize_blocks of the same va
   for (const mf::block_format& f : mx_formats)
     for (const auto mode : {mf::rounding::nearest_even, mf::rounding::stochastic}) {
       const std::size_t rows = 7, cols = 75;  // rows end inside a block
-      const auto x = normal(rows * cols, 3, 0.2f);
+      const auto x = normal_floats(rows * cols, 3, 0.2f);
       const ms::low_block_tensor t(x, f, rows, mode, 42);
       INFO(mf::to_string(f) << " mode " << static_cast<int>(mode));
       CHECK(same_bits(decoded(t), requantized(x, f, rows, mode, 42, 0)));
@@ -117,7 +113,7 @@ TEST_CASE("stored MX weights equal a whole-tensor quantize_blocks of the same va
 TEST_CASE("a chunked rewrite gives the same codes and scales at any chunk size") {
   const std::size_t rows = 30, cols = 150;  // 4500 weights: more than one optimizer chunk
   for (const mf::block_format& f : {mf::mxfp4, mf::mxfp8_e4m3, mf::mxint8}) {
-    const auto x = normal(rows * cols, 5, 0.1f);
+    const auto x = normal_floats(rows * cols, 5, 0.1f);
     auto y = x;
     for (std::size_t i = 0; i < y.size(); ++i) y[i] += 1e-3f * static_cast<float>(i % 7);
     std::vector<ms::low_block_tensor> results;
@@ -138,7 +134,7 @@ TEST_CASE("a chunked rewrite gives the same codes and scales at any chunk size")
 
 TEST_CASE("a block a store ends inside keeps its old values until the next store completes it") {
   const std::size_t rows = 2, cols = 75;
-  const auto x = normal(rows * cols, 6, 0.3f);
+  const auto x = normal_floats(rows * cols, 6, 0.3f);
   ms::low_block_tensor t(x, mf::mxfp8_e4m3, rows);
   const auto before = decoded(t);
   std::vector<float> y(x.size(), 0.5f);
@@ -160,8 +156,8 @@ TEST_CASE("SGD and AdamW steps on MX weights are the fp32 steps re-quantized in 
   for (const mf::block_format& f : mx_formats)
     for (const auto mode : {mf::rounding::nearest_even, mf::rounding::stochastic}) {
       const std::size_t rows = 33, cols = 131;  // 4323 weights: chunks of 2048 end inside blocks
-      const auto x = normal(rows * cols, 7, 0.05f);
-      const auto g = normal(rows * cols, 8, 1.0f);
+      const auto x = normal_floats(rows * cols, 7, 0.05f);
+      const auto g = normal_floats(rows * cols, 8, 1.0f);
       INFO(mf::to_string(f) << " mode " << static_cast<int>(mode));
       {
         ms::low_block_tensor t(x, f, rows, mode, 11);
@@ -192,7 +188,7 @@ TEST_CASE("SGD and AdamW steps on MX weights are the fp32 steps re-quantized in 
 }
 
 TEST_CASE("MX weights refuse NVFP4, bad shapes and non-finite values, and change nothing") {
-  const auto x = normal(64, 1, 1.0f);
+  const auto x = normal_floats(64, 1, 1.0f);
   CHECK_THROWS_WITH(ms::low_block_tensor(x, mf::nvfp4), Catch::Contains("per-tensor scale"));
   CHECK_THROWS_AS(ms::low_block_tensor(x, mf::mxfp4, 5), std::invalid_argument);  // 5 rows do not divide 64
   CHECK_THROWS_AS(ms::low_block_tensor(x, mf::mxfp4, 1, mf::rounding::toward_zero), std::invalid_argument);
