@@ -168,7 +168,11 @@ void weight_store::update(slot& s) {
         },
         s.weights);
   } catch (const std::domain_error& e) {  // the optimizers' all-or-nothing rejection: nothing changed
-    throw unstorable_update("tensor " + s.name + " (" + std::to_string(s.param->numel()) + " weights): " + e.what());
+    const bool blocks = std::holds_alternative<ms::low_block_tensor>(s.weights);
+    throw unstorable_update("tensor " + s.name + " (" + std::to_string(s.param->numel()) + " weights): " + e.what() +
+                            (blocks ? " (block-scaled weights hold finite values only: the MX spec would make the "
+                                      "whole block NaN)"
+                                    : ""));
   }
   s.state_bytes.resize(state_bytes(s));
 }

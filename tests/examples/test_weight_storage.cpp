@@ -356,3 +356,24 @@ TEST_CASE("block formats are refused where the store cannot keep them: low+k, NV
   master.visible_blocks = minifloat::mxfp4;
   REQUIRE_THROWS_WITH(master.validate(), Catch::Contains("low_only"));
 }
+
+TEST_CASE("an update MX weights cannot hold is refused naming the tensor, and nothing changes") {
+  ms::memory_ledger ledger;
+  nn::sequential net = linear_3_to_2(ledger);
+  minifloat::training::loss_scaler scaler({1.0f, 2.0f, 0.5f, 1000, false});
+  weight_config c;
+  c.mode = weight_mode::low_only;
+  c.visible_blocks = minifloat::mxfp4;
+  examples::weight_store store(net, c, scaler, &ledger);
+  const std::vector<float> before = store.stored_values(0);
+  nn::no_rounding hooks;
+  nn::softmax_cross_entropy loss;
+  const batch b = linear_batch();
+  store.begin_step(1e30);
+  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
+  net.backward(loss.backward(), hooks, store.sink());
+  for (float& g : net.parameters()[0]->grad) g = 1e30f;  // finite, but w - lr * g overflows float
+  REQUIRE_THROWS_WITH(store.finish_step(), Catch::Contains("tensor fc.weight") && Catch::Contains("-Inf") &&
+                                               Catch::Contains("block-scaled weights hold finite values only"));
+  CHECK(store.stored_values(0) == before);
+}
