@@ -141,11 +141,16 @@ nn::sequential linear_3_to_2(ms::memory_ledger& ledger) {
   net.track_memory(ledger);
   return net;
 }
-/// Its batch of 4.
-batch linear_batch() {
+/// Its forward and backward pass on a fixed batch of 4, unrounded, in a step of learning rate lr;
+/// the caller ends the step (store.finish_step()).
+void linear_forward_backward(nn::sequential& net, examples::weight_store& store, double lr) {
   batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
   for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
-  return b;
+  nn::no_rounding hooks;
+  nn::softmax_cross_entropy loss;
+  store.begin_step(lr);
+  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
+  net.backward(loss.backward(), hooks, store.sink());
 }
 
 }  // namespace
@@ -263,12 +268,7 @@ TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 
   CHECK(ledger.current(ms::memory_category::extra_bits) == 12);
   ledger.reset_peaks();
 
-  nn::no_rounding hooks;
-  nn::softmax_cross_entropy loss;
-  const batch b = linear_batch();
-  store.begin_step(0.1);
-  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
-  net.backward(loss.backward(), hooks, store.sink());
+  linear_forward_backward(net, store, 0.1);
   REQUIRE_FALSE(store.finish_step().overflow);
   // Y of the input (4 x 3) and of fc (4 x 2): 80 bytes; GY of fc (4 x 2): 32 bytes (the input's
   // is never computed); the momentum buffers: 8 floats.
@@ -303,16 +303,11 @@ TEST_CASE("low-only MX weights: each update is the fp32 step re-quantized along 
   for (std::size_t i = 0; i < 2; ++i) CHECK(store.stored_values(i) == requantize(initial[i], i));
   ledger.reset_peaks();
 
-  nn::no_rounding hooks;
-  nn::softmax_cross_entropy loss;
-  const batch b = linear_batch();
   std::vector<std::vector<float>> expected;
   std::vector<ms::sgd_state> states(2);
   for (int step = 0; step < 2; ++step) {
     expected = {store.stored_values(0), store.stored_values(1)};
-    store.begin_step(0.5);
-    loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
-    net.backward(loss.backward(), hooks, store.sink());
+    linear_forward_backward(net, store, 0.5);
     const auto params = net.parameters();
     for (std::size_t i = 0; i < 2; ++i) {  // the independent route: fp32 SGD, then quantize_blocks
       ms::sgd_step(std::span<float>(expected[i]), params[i]->grad, states[i], {0.5, c.momentum, 0, c.weight_decay});
@@ -366,12 +361,7 @@ TEST_CASE("an update MX weights cannot hold is refused naming the tensor, and no
   c.visible_blocks = minifloat::mxfp4;
   examples::weight_store store(net, c, scaler, &ledger);
   const std::vector<float> before = store.stored_values(0);
-  nn::no_rounding hooks;
-  nn::softmax_cross_entropy loss;
-  const batch b = linear_batch();
-  store.begin_step(1e30);
-  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
-  net.backward(loss.backward(), hooks, store.sink());
+  linear_forward_backward(net, store, 1e30);
   for (float& g : net.parameters()[0]->grad) g = 1e30f;  // finite, but w - lr * g overflows float
   REQUIRE_THROWS_WITH(store.finish_step(), Catch::Contains("tensor fc.weight") && Catch::Contains("-Inf") &&
                                                Catch::Contains("block-scaled weights hold finite values only"));

@@ -6,11 +6,9 @@
 // input is refused without changing anything; the byte count is the packed size.
 #include <catch2/catch.hpp>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <random>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -28,6 +26,7 @@ namespace ms = minifloat::storage;
 namespace {
 
 using test_support::normal_floats;
+using test_support::same_bits;
 
 /// The rule the header states: generation g draws from mix64(seed + golden64 · (g + 1)), element
 /// i of the tensor at index i.
@@ -52,12 +51,6 @@ std::vector<float> decoded(const ms::low_block_tensor& t) {
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return false;
-  return true;
-}
 
 const mf::block_format mx_formats[] = {mf::mxfp8_e4m3, mf::mxfp8_e5m2, mf::mxfp6_e3m2, mf::mxfp6_e2m3, mf::mxfp4, mf::mxint8};
 
