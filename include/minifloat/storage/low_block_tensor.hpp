@@ -87,7 +87,10 @@ class low_block_tensor {
     if (out.empty()) return;
     const std::size_t first = block_start(start), end = block_end(start + out.size() - 1);
     std::vector<std::uint32_t> codes(end - first);
-    for (std::size_t i = first; i < end; ++i) codes[i - first] = elements_.get(i);
+    if (first % 32 == 0)  // the fields from a word's start: the unpacking kernels
+      unpack(elements_.words().subspan(word_of(first)), elements_.bits(), codes.size(), codes);
+    else
+      for (std::size_t i = first; i < end; ++i) codes[i - first] = elements_.get(i);
     std::vector<float> values(end - first);
     for_each_row_run(first, end, [&](std::size_t run, std::size_t n, std::size_t block) {
       const block_layout one_row{1, n, 1};
@@ -213,8 +216,17 @@ class low_block_tensor {
                                    std::span<std::uint8_t>(scales_).subspan(block, block_count(n, fmt_, one_row)), fmt_,
                                    o, one_row);
     });
-    for (std::size_t i = 0; i < codes.size(); ++i) elements_.set(first + i, codes[i]);
+    // Whole 32-field groups from a word's start (or the tensor's tail) through the packing
+    // kernels, which write whole words; the other fields one by one, leaving their neighbours.
+    std::size_t packed = 0;
+    if (first % 32 == 0) {
+      packed = first + codes.size() == size() ? codes.size() : codes.size() / 32 * 32;
+      pack(std::span<const std::uint32_t>(codes).first(packed), elements_.bits(), elements_.words().subspan(word_of(first)));
+    }
+    for (std::size_t i = packed; i < codes.size(); ++i) elements_.set(first + i, codes[i]);
   }
+  /// The word holding field `first` (a multiple of 32) at its start.
+  std::size_t word_of(std::size_t first) const { return first / 32 * static_cast<std::size_t>(elements_.bits()); }
 
   block_format fmt_;
   rounding mode_;
