@@ -590,7 +590,7 @@ int run(const config& c) {
         stepped = !weights.finish_step().overflow;
       } catch (const examples::unstorable_update& e) {
         throw std::runtime_error("step " + std::to_string(step) + " (epoch " + std::to_string(epoch + 1) + "), --visible " +
-                                 minifloat::to_string(c.weights.config.visible) + ", " + e.what());
+                                 examples::visible_name(c.weights.config) + ", " + e.what());
       }
       if (!stepped) ++skipped;
       scaler.update();

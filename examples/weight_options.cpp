@@ -20,7 +20,10 @@ weights and update (docs/no-master-weights.md)
                              --extra-bits packed extra mantissa bits (low+8 sets k = 8).
                              low-only and low+k hold no fp32 copy of the weights.
   --visible FMT              stored weight format: bf16, fp16, e4m3, e5m2 or fp(e,m,b)
-                             (default bf16)
+                             (default bf16); with low-only also an OCP MX block format:
+                             mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4 or
+                             mxint8 (blocks of 32 along each weight's rows, whole blocks
+                             re-quantized per update; not nvfp4, not low+k)
   --extra-bits K             low+k: extra bits per weight (default 23 - M of the visible
                              format, +1 with --split stochastic: fp32's significand)
   --split truncate|stochastic
@@ -83,11 +86,16 @@ bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view 
     } else
       throw flag_error(flag, "expects fp32-master, low-only, low+k or low+K, got '" + std::string(value) + "'");
   } else if (flag == "--visible") {
-    if (minifloat::find_block_format(value))
-      throw flag_error(flag, "cannot be a block format (" + std::string(value) +
-                                 "): the weight store keeps one code per weight, rounded chunk by chunk "
-                                 "(docs/no-master-weights.md); use it with --assignment fixed --format");
-    c.visible = format_flag(flag, value);
+    if (const auto b = minifloat::find_block_format(value)) {
+      if (b->scaling != minifloat::block_scaling::e8m0)
+        throw flag_error(flag, std::string(value) + ": its per-tensor scale comes from the amax of the whole updated "
+                                   "tensor, which the weight store, updating chunk by chunk without an fp32 copy, does "
+                                   "not have (docs/no-master-weights.md §7); use an MX format such as mxfp4");
+      c.visible_blocks = b;
+    } else {
+      c.visible = format_flag(flag, value);
+      c.visible_blocks.reset();
+    }
     f.visible_given = true;
   } else if (flag == "--extra-bits") {
     const int k = flags::at_least(flag, value, 1);
@@ -135,6 +143,10 @@ void finish_weight_flags(weight_flags& f) {
   weight_config& c = f.config;
   if (c.mode == weight_mode::fp32_master && (f.visible_given || f.split_given))
     throw std::invalid_argument("--visible and --split apply to --weights low-only and low+k only");
+  if (c.mode == weight_mode::low_extra && c.visible_blocks)
+    throw std::invalid_argument("--weights low+k cannot take a block format as --visible (" + minifloat::to_string(*c.visible_blocks) +
+                                "): the extra bits are the remainder below a fixed per-element grid, and a block's "
+                                "grid moves whenever its scale does (docs/no-master-weights.md §7); use --weights low-only");
   if (c.mode != weight_mode::low_extra && f.extra_given)
     throw std::invalid_argument("--extra-bits applies to --weights low+k only");
   if (c.mode == weight_mode::low_extra && !f.extra_given)
@@ -154,12 +166,13 @@ minifloat::training::format_pair fixed_formats(const weight_flags& f) {
 }
 
 minifloat::format default_compute_format(const weight_config& c) {
-  if (c.mode != weight_mode::fp32_master && c.visible.bit_width() >= 16) return c.visible;
+  if (c.mode != weight_mode::fp32_master && !c.visible_blocks && c.visible.bit_width() >= 16) return c.visible;
   return minifloat::binary16;
 }
 
-namespace {
-std::string short_name(const minifloat::format& f) {
+std::string visible_name(const weight_config& c) {
+  if (c.visible_blocks) return minifloat::to_string(*c.visible_blocks);
+  const minifloat::format& f = c.visible;
   if (f == minifloat::bfloat16) return "bf16";
   if (f == minifloat::binary16) return "fp16";
   if (f == minifloat::e4m3) return "e4m3";
@@ -167,14 +180,13 @@ std::string short_name(const minifloat::format& f) {
   if (f == minifloat::binary32) return "fp32";
   return minifloat::to_string(f);
 }
-}  // namespace
 
 std::string describe(const weight_config& c) {
   std::string s;
   switch (c.mode) {
     case weight_mode::fp32_master: s = "fp32-master"; break;
-    case weight_mode::low_only: s = "low-only " + short_name(c.visible); break;
-    case weight_mode::low_extra: s = "low+" + std::to_string(c.extra_bits) + " " + short_name(c.visible); break;
+    case weight_mode::low_only: s = "low-only " + visible_name(c); break;
+    case weight_mode::low_extra: s = "low+" + std::to_string(c.extra_bits) + " " + visible_name(c); break;
   }
   if (c.mode != weight_mode::fp32_master) s += c.split == ms::split_mode::stochastic ? " stochastic" : " truncate";
   s += c.optimizer == optimizer_kind::sgd ? ", sgd" : ", adamw";

@@ -50,6 +50,9 @@ minifloat::format default_compute_format(const weight_config& c);
 /// else default_compute_format.
 minifloat::training::format_pair fixed_formats(const weight_flags& f);
 
+/// The stored weight format's short name: bf16, fp16, e4m3, e5m2, mxfp4, ..., or its full name.
+std::string visible_name(const weight_config& c);
+
 /// E.g. "low+8 fp16 truncate sgd fused(rollback)".
 std::string describe(const weight_config& c);
 

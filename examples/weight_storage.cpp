@@ -32,6 +32,7 @@ std::pair<std::size_t, std::size_t> stored_bytes(const ms::split_tensor& t) {
 std::pair<std::size_t, std::size_t> stored_bytes(const ms::low_tensor& t) {
   return {t.codes().words().size() * sizeof(std::uint32_t), 0};
 }
+std::pair<std::size_t, std::size_t> stored_bytes(const ms::low_block_tensor& t) { return {t.bytes(), 0}; }
 std::pair<std::size_t, std::size_t> stored_bytes(const std::monostate&) { return {0, 0}; }  // the nn buffer counts itself
 
 double sum_of_squares(std::span<const float> values) {
@@ -52,7 +53,17 @@ void scale(std::span<float> values, double factor) {
 }  // namespace
 
 void weight_config::validate() const {
-  if (mode != weight_mode::fp32_master) {
+  if (visible_blocks) {
+    if (const std::string p = visible_blocks->problem(); !p.empty()) throw config_error("visible_blocks: " + p);
+    if (mode == weight_mode::fp32_master) throw config_error("visible_blocks applies to low_only only");
+    if (mode == weight_mode::low_extra)
+      throw config_error("visible_blocks: low_extra keeps extra bits below a fixed per-element grid, and a block's "
+                         "grid moves whenever its scale does (use low_only)");
+    if (visible_blocks->scaling != minifloat::block_scaling::e8m0)
+      throw config_error("visible_blocks: " + minifloat::to_string(*visible_blocks) +
+                         " has a per-tensor scale from the whole updated tensor's amax, unknown to a chunked update "
+                         "without an fp32 copy (use an MX format)");
+  } else if (mode != weight_mode::fp32_master) {
     if (const std::string p = minifloat::source_problem<float>(visible); !p.empty()) throw config_error("visible: " + p);
     if (visible.bit_width() > 32) throw config_error("visible: codes wider than 32 bits");
   }
@@ -69,6 +80,8 @@ void weight_config::validate() const {
   if (optimizer == optimizer_kind::sgd) ms::sgd_options{0, momentum, 0, weight_decay}.validate();
   else ms::adam_options{0, beta1, beta2, eps, weight_decay, true}.validate();
 }
+
+std::size_t block_rows(const nn::shape4& s) { return s.sample_numel() > 1 ? s.n : 1; }
 
 double l2_norm(std::span<const float> values) { return std::sqrt(sum_of_squares(values)); }
 
@@ -92,6 +105,8 @@ weight_store::weight_store(nn::sequential& net, const weight_config& config, min
     const std::uint64_t seed = minifloat::detail::mix64(config_.seed + minifloat::detail::golden64 * (i + 1));
     if (config_.mode == weight_mode::low_extra)
       s.weights.emplace<ms::split_tensor>(p.value, ms::split_layout{config_.visible, config_.extra_bits, config_.split}, seed);
+    else if (config_.mode == weight_mode::low_only && config_.visible_blocks)
+      s.weights.emplace<ms::low_block_tensor>(p.value, *config_.visible_blocks, block_rows(p.shape), rounding, seed);
     else if (config_.mode == weight_mode::low_only)
       s.weights.emplace<ms::low_tensor>(p.value, config_.visible, rounding, seed);
     if (config_.mode != weight_mode::fp32_master) nn::release(p.value);  // no fp32 copy is held
@@ -153,7 +168,11 @@ void weight_store::update(slot& s) {
         },
         s.weights);
   } catch (const std::domain_error& e) {  // the optimizers' all-or-nothing rejection: nothing changed
-    throw unstorable_update("tensor " + s.name + " (" + std::to_string(s.param->numel()) + " weights): " + e.what());
+    const bool blocks = std::holds_alternative<ms::low_block_tensor>(s.weights);
+    throw unstorable_update("tensor " + s.name + " (" + std::to_string(s.param->numel()) + " weights): " + e.what() +
+                            (blocks ? " (block-scaled weights hold finite values only: the MX spec would make the "
+                                      "whole block NaN)"
+                                    : ""));
   }
   s.state_bytes.resize(state_bytes(s));
 }

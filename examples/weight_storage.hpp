@@ -3,7 +3,9 @@
 // k packed extra mantissa bits with no fp32 copy at all (extra-mantissa-bits paper §3.1), with
 // SGD-momentum or AdamW from minifloat/storage/optimizers.hpp, applied after the backward pass
 // or fused into it layer by layer (§3.2), with dynamic loss scaling and gradient clipping
-// (§4.1). docs/no-master-weights.md states every rule with a worked example.
+// (§4.1). Low-only weights may also be an OCP MX block format (low_block_tensor.hpp: blocks along
+// each weight's rows, whole blocks re-quantized per update). docs/no-master-weights.md states
+// every rule with a worked example.
 //
 // A weight_store is the model's parameter_source (θ̂ for each forward: the master copy, or the
 // decoded visible codes) and, fused, its gradient_sink (each layer's update as soon as its
@@ -22,7 +24,9 @@
 #include <variant>
 #include <vector>
 
+#include <minifloat/block.hpp>
 #include <minifloat/format.hpp>
+#include <minifloat/storage/low_block_tensor.hpp>
 #include <minifloat/storage/low_tensor.hpp>
 #include <minifloat/storage/memory_ledger.hpp>
 #include <minifloat/storage/optimizers.hpp>
@@ -57,6 +61,9 @@ struct clip_options {
 struct weight_config {
   weight_mode mode = weight_mode::fp32_master;
   minifloat::format visible = minifloat::bfloat16;  ///< low_only, low_extra
+  /// low_only: the weights are this OCP MX block format instead of `visible` (blocks along each
+  /// weight's rows: out rows of in·kh·kw; a vector is one row). Not NVFP4, not low_extra.
+  std::optional<minifloat::block_format> visible_blocks;
   int extra_bits = 16;                               ///< low_extra
   minifloat::storage::split_mode split = minifloat::storage::split_mode::truncate;  ///< low_only: stochastic rounding
   optimizer_kind optimizer = optimizer_kind::sgd;
@@ -112,7 +119,8 @@ class weight_store final : public nn::parameter_source, public nn::gradient_sink
   std::size_t size() const { return slots_.size(); }
 
  private:
-  using stored = std::variant<std::monostate, minifloat::storage::split_tensor, minifloat::storage::low_tensor>;
+  using stored = std::variant<std::monostate, minifloat::storage::split_tensor, minifloat::storage::low_tensor,
+                              minifloat::storage::low_block_tensor>;
   struct slot {
     nn::parameter* param = nullptr;
     std::string name;  ///< e.g. "fc1.weight" (for messages)
@@ -147,6 +155,10 @@ class weight_store final : public nn::parameter_source, public nn::gradient_sink
   std::size_t updated_ = 0;
   std::size_t rolled_back_ = 0;
 };
+
+/// The rows of the block layout of a parameter of PyTorch shape `s` in a low_block_tensor: its
+/// first dimension, or 1 for a vector (bias, batch-norm scale and shift).
+std::size_t block_rows(const nn::shape4& s);
 
 /// L2 norm, accumulated in double (what the clipping rules compare with their limits).
 double l2_norm(std::span<const float> values);

@@ -1,10 +1,14 @@
-// Helpers shared by the core tests: the sanitizer switch and raw-bit views of float/double.
+// Helpers shared by the core tests: the sanitizer switch, raw-bit views of float/double, bitwise
+// comparison of float vectors and seeded normal test data.
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <minifloat/round.hpp>
 
@@ -40,5 +44,22 @@ struct mismatch_log {
     }
   }
 };
+
+/// Whether a and b hold the same float bit patterns (NaN payloads and the sign of zero count).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return false;
+  return true;
+}
+
+/// n draws of N(0, scale^2) from a generator seeded with `seed` (the same values on every run).
+inline std::vector<float> normal_floats(std::size_t n, std::uint64_t seed, float scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
 
 }  // namespace test_support

@@ -2,7 +2,8 @@
 // §3.1, §3.2, §4.1): fused and unfused updates agree bit for bit; bf16 + 16 truncating split
 // training is fp32-master training with a truncated compute copy; the overflow rules of the
 // fused update (rollback = the unfused skip, partial = earlier-applied updates stand); and the
-// memory ledger's counts on a hand-computed model.
+// memory ledger's counts on a hand-computed model; low-only OCP MX weights (blocks along rows,
+// each update the fp32 step re-quantized in whole blocks) and the configurations refused.
 #include <catch2/catch.hpp>
 
 #include <bit>
@@ -13,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <minifloat/block.hpp>
 #include <minifloat/bulk.hpp>
+#include <minifloat/random.hpp>
 #include <minifloat/round.hpp>
 #include <minifloat/storage/memory_ledger.hpp>
 
@@ -122,7 +125,32 @@ std::vector<weight_config> storage_variants() {
   extra.extra_bits = 8;
   extra.split = ms::split_mode::stochastic;
   out.push_back(extra);
+  weight_config mx = master;
+  mx.mode = weight_mode::low_only;
+  mx.visible_blocks = minifloat::mxfp8_e4m3;
+  mx.split = ms::split_mode::stochastic;
+  out.push_back(mx);
   return out;
+}
+
+/// The hand-computed model of the memory tests: linear 3 -> 2 with bias, tracked by `ledger`.
+nn::sequential linear_3_to_2(ms::memory_ledger& ledger) {
+  nn::sequential net({1, 3, 1, 1});
+  std::mt19937_64 rng(1);
+  net.emplace<nn::linear>("fc", std::size_t{3}, std::size_t{2}, true, rng);
+  net.track_memory(ledger);
+  return net;
+}
+/// Its forward and backward pass on a fixed batch of 4, unrounded, in a step of learning rate lr;
+/// the caller ends the step (store.finish_step()).
+void linear_forward_backward(nn::sequential& net, examples::weight_store& store, double lr) {
+  batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
+  for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  nn::no_rounding hooks;
+  nn::softmax_cross_entropy loss;
+  store.begin_step(lr);
+  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
+  net.backward(loss.backward(), hooks, store.sink());
 }
 
 }  // namespace
@@ -223,10 +251,7 @@ TEST_CASE("global-norm clipping is refused for a fused update; bad layouts name 
 
 TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 + 8 split, SGD momentum") {
   ms::memory_ledger ledger;
-  nn::sequential net({1, 3, 1, 1});
-  std::mt19937_64 rng(1);
-  net.emplace<nn::linear>("fc", std::size_t{3}, std::size_t{2}, true, rng);
-  net.track_memory(ledger);
+  nn::sequential net = linear_3_to_2(ledger);
   // value, used, grad: 6 + 2 floats each.
   CHECK(ledger.current(ms::memory_category::weights) == 32);
   CHECK(ledger.current(ms::memory_category::compute_copy) == 32);
@@ -243,13 +268,7 @@ TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 
   CHECK(ledger.current(ms::memory_category::extra_bits) == 12);
   ledger.reset_peaks();
 
-  nn::no_rounding hooks;
-  nn::softmax_cross_entropy loss;
-  batch b{nn::tensor({4, 3, 1, 1}), {0, 1, 1, 0}};
-  for (std::size_t i = 0; i < 12; ++i) b.x.values[i] = 0.25f * static_cast<float>(i) - 1.0f;
-  store.begin_step(0.1);
-  loss.forward(net.forward(b.x, hooks, nn::mode::train, &store), b.y);
-  net.backward(loss.backward(), hooks, store.sink());
+  linear_forward_backward(net, store, 0.1);
   REQUIRE_FALSE(store.finish_step().overflow);
   // Y of the input (4 x 3) and of fc (4 x 2): 80 bytes; GY of fc (4 x 2): 32 bytes (the input's
   // is never computed); the momentum buffers: 8 floats.
@@ -258,4 +277,93 @@ TEST_CASE("memory ledger on a hand-computed model: linear 3 -> 2, batch 4, bf16 
   CHECK(ledger.current(ms::memory_category::optimizer_state) == 32);
   CHECK(ledger.peak_total() == 16 + 12 + 32 + 32 + 80 + 32 + 32);
   CHECK(ledger.breakdown_at_peak()[static_cast<std::size_t>(ms::memory_category::extra_bits)] == 12);
+}
+
+TEST_CASE("low-only MX weights: each update is the fp32 step re-quantized along rows; the ledger counts packed codes and scales") {
+  // A linear layer 3 -> 2 with bias, batch 4, MXFP8 (e4m3) weights, SGD momentum, nearest even.
+  ms::memory_ledger ledger;
+  nn::sequential net = linear_3_to_2(ledger);
+  std::vector<std::vector<float>> initial;
+  for (nn::parameter* p : net.parameters()) initial.emplace_back(p->value.begin(), p->value.end());
+  minifloat::training::loss_scaler scaler({1.0f, 2.0f, 0.5f, 1000, false});
+  weight_config c;
+  c.mode = weight_mode::low_only;
+  c.visible_blocks = minifloat::mxfp8_e4m3;
+  examples::weight_store store(net, c, scaler, &ledger);
+  // fc.weight: 2 rows of 3, one block per row: 6 x 8 bits = 2 words (8 bytes) + 2 scale bytes;
+  // fc.bias: a vector, one block: 2 x 8 bits = 1 word (4 bytes) + 1 scale byte. 15 bytes.
+  CHECK(ledger.current(ms::memory_category::weights) == 15);
+  CHECK(ledger.current(ms::memory_category::extra_bits) == 0);
+  const auto rows = [&](std::size_t i) { return i == 0 ? std::size_t{2} : std::size_t{1}; };
+  const auto requantize = [&](std::vector<float> v, std::size_t i) {
+    minifloat::quantize_blocks(std::span<const float>(v), std::span<float>(v), minifloat::mxfp8_e4m3, {},
+                               {rows(i), v.size() / rows(i), 1});
+    return v;
+  };
+  for (std::size_t i = 0; i < 2; ++i) CHECK(store.stored_values(i) == requantize(initial[i], i));
+  ledger.reset_peaks();
+
+  std::vector<std::vector<float>> expected;
+  std::vector<ms::sgd_state> states(2);
+  for (int step = 0; step < 2; ++step) {
+    expected = {store.stored_values(0), store.stored_values(1)};
+    linear_forward_backward(net, store, 0.5);
+    const auto params = net.parameters();
+    for (std::size_t i = 0; i < 2; ++i) {  // the independent route: fp32 SGD, then quantize_blocks
+      ms::sgd_step(std::span<float>(expected[i]), params[i]->grad, states[i], {0.5, c.momentum, 0, c.weight_decay});
+      expected[i] = requantize(expected[i], i);
+    }
+    REQUIRE_FALSE(store.finish_step().overflow);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(store.stored_values(i) == expected[i]);
+  }
+  CHECK(store.stored_values(0) != requantize(initial[0], 0));  // the weights moved
+  // Activations 80, activation gradients 32, compute copy 32, gradients 32, momentum 32.
+  CHECK(ledger.peak_total() == 15 + 32 + 32 + 80 + 32 + 32);
+  CHECK(ledger.breakdown_at_peak()[static_cast<std::size_t>(ms::memory_category::weights)] == 15);
+}
+
+TEST_CASE("MX weights train reproducibly and their rows are PyTorch's first dimension") {
+  weight_config c;
+  c.mode = weight_mode::low_only;
+  c.visible_blocks = minifloat::mxfp4;
+  c.split = ms::split_mode::stochastic;
+  const run_result a = train(small_cnn(), c, 3);
+  const run_result b = train(small_cnn(), c, 3);
+  CHECK(bitwise_equal(a.weights, b.weights));
+  c.seed = 2;  // another seed draws other roundings
+  CHECK_FALSE(bitwise_equal(a.weights, train(small_cnn(), c, 3).weights));
+  CHECK(examples::block_rows({4, 3, 3, 3}) == 4);  // conv weight: 4 rows of 27
+  CHECK(examples::block_rows({10, 128, 1, 1}) == 10);
+  CHECK(examples::block_rows({10, 1, 1, 1}) == 1);  // bias: one row
+}
+
+TEST_CASE("block formats are refused where the store cannot keep them: low+k, NVFP4, fp32-master") {
+  weight_config k;
+  k.mode = weight_mode::low_extra;
+  k.visible_blocks = minifloat::mxfp8_e4m3;
+  k.extra_bits = 8;
+  REQUIRE_THROWS_WITH(k.validate(), Catch::Contains("visible_blocks") && Catch::Contains("grid moves"));
+  weight_config nv;
+  nv.mode = weight_mode::low_only;
+  nv.visible_blocks = minifloat::nvfp4;
+  REQUIRE_THROWS_WITH(nv.validate(), Catch::Contains("per-tensor scale"));
+  weight_config master;
+  master.visible_blocks = minifloat::mxfp4;
+  REQUIRE_THROWS_WITH(master.validate(), Catch::Contains("low_only"));
+}
+
+TEST_CASE("an update MX weights cannot hold is refused naming the tensor, and nothing changes") {
+  ms::memory_ledger ledger;
+  nn::sequential net = linear_3_to_2(ledger);
+  minifloat::training::loss_scaler scaler({1.0f, 2.0f, 0.5f, 1000, false});
+  weight_config c;
+  c.mode = weight_mode::low_only;
+  c.visible_blocks = minifloat::mxfp4;
+  examples::weight_store store(net, c, scaler, &ledger);
+  const std::vector<float> before = store.stored_values(0);
+  linear_forward_backward(net, store, 1e30);
+  for (float& g : net.parameters()[0]->grad) g = 1e30f;  // finite, but w - lr * g overflows float
+  REQUIRE_THROWS_WITH(store.finish_step(), Catch::Contains("tensor fc.weight") && Catch::Contains("-Inf") &&
+                                               Catch::Contains("block-scaled weights hold finite values only"));
+  CHECK(store.stored_values(0) == before);
 }

@@ -43,6 +43,10 @@ expect 2 "--growth-interval must be at most" "${nodata[@]}" --growth-interval 18
 expect 2 "--dc-bw-history must be at most 1000000" "${nodata[@]}" --assignment bitwave --dc-bw-history 1000000000000
 expect 2 "--init-scale must be a finite float" "${nodata[@]}" --init-scale 1e300
 expect 2 "--format mantissa_bits = 30" "${nodata[@]}" --assignment fixed --format 'fp(9,30,1)'
+expect 2 "--weights low\+k cannot take a block format as --visible \(mxfp8-e4m3\).*grid moves" "${nodata[@]}" \
+  --weights low+8 --visible mxfp8-e4m3
+expect 2 "--visible nvfp4: its per-tensor scale" "${nodata[@]}" --weights low-only --visible nvfp4
+expect 2 "--visible and --split apply to --weights low-only and low\+k only" "${nodata[@]}" --visible mxfp4
 expect 2 "--epochs is given twice" "${nodata[@]}" --epochs 1 --epochs 2
 expect 2 "--csv is given twice" "${nodata[@]}" --csv "$tmp/a.csv" --csv="$tmp/b.csv"
 expect 2 "--fused-update is given twice" "${nodata[@]}" --fused-update --fused-update

@@ -10,16 +10,12 @@
 #include <minifloat/storage/low_tensor.hpp>
 #include <minifloat/storage/optimizers.hpp>
 
+#include "support.hpp"
+
 namespace ms = minifloat::storage;
 
 namespace {
-std::vector<float> normal(std::size_t n, std::uint64_t seed, float scale) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using test_support::normal_floats;
 std::vector<float> rounded(std::vector<float> v, const minifloat::format& f) {
   minifloat::quantize(std::span<const float>(v), std::span<float>(v),
                       minifloat::rounder<float>(f, {minifloat::rounding::nearest_even, minifloat::overflow::saturate}));
@@ -30,8 +26,8 @@ std::vector<float> rounded(std::vector<float> v, const minifloat::format& f) {
 TEST_CASE("an SGD step on low-only weights is the fp32 step rounded to nearest") {
   for (const minifloat::format f : {minifloat::bfloat16, minifloat::binary16, minifloat::e4m3}) {
     const std::size_t n = 4100;  // more than one optimizer chunk, not a multiple of 32
-    const auto x0 = rounded(normal(n, 1, 0.5f), f);
-    const auto g = normal(n, 2, 1.0f);
+    const auto x0 = rounded(normal_floats(n, 1, 0.5f), f);
+    const auto g = normal_floats(n, 2, 1.0f);
     ms::low_tensor t(x0, f);
     std::vector<float> decoded(n);
     t.decode(decoded);
