@@ -385,6 +385,15 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     sink.end_block(block_index, s.code);
   };
 
+  // The group path's own copies of the plan, the float-arithmetic constants and the sink: the
+  // one-block lambdas above are not always inlined, so what they capture counts as escaped, and
+  // the byte stores of packed codes (storage/packed_block.hpp) then forced a reload of every
+  // constant after each register.
+  const rounding_plan<float> group_plan = p;
+  const float_add_plan<V> group_float_add = float_add_constants;
+  const float_add_plan<V>* const group_fa = float_add ? &group_float_add : nullptr;
+  Sink group_sink = sink;
+
   // One full register of a block of a group (below): contiguous, scaled by a power of two, on
   // the path its block's extremes allow.
   const auto group_register = [&]<block_path How>(const float* values, std::size_t first, FV to,
@@ -396,12 +405,12 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     std::memcpy(&y_bits, &y, sizeof y);
     V rounded;
     if constexpr (How == block_path::plain) {
-      rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
+      rounded = round_bits<Mode, lane_path::plain>(group_plan, y_bits, random);  // nothing to count there
     } else {
-      rounded = round_finite_lanes<Mode, Count>(p, fa, y_bits, random, counts, ~V{});
+      rounded = round_finite_lanes<Mode, Count>(group_plan, group_fa, y_bits, random, counts, ~V{});
     }
     if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
-    sink.put(first, 1, lanes, rounded, from);
+    group_sink.put(first, 1, lanes, rounded, from);
   };
 
   // Block k of a line (row for axis 1, column for axis 0), on its own.
@@ -526,7 +535,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
           else
             for (std::size_t j = 0; j < B; j += lanes)
               group_register.template operator()<block_path::finite>(values + j, first + j, to, from);
-          sink.end_block(line * blocks_per_line + k + b, static_cast<std::uint8_t>(e[b] + 127u));
+          group_sink.end_block(line * blocks_per_line + k + b, static_cast<std::uint8_t>(e[b] + 127u));
         }
         blocks += 16;
       }

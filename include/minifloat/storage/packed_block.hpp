@@ -28,7 +28,8 @@ namespace minifloat::storage {
 namespace detail {
 /// Element codes written straight into the packed words from the block kernel's registers
 /// (block.hpp's code_sink calls store and fill): K = 4 or 8 bits, on a little-endian machine.
-/// A register whose first field starts on a byte goes out as whole bytes (pack_register_bytes);
+/// Codes are the element format's, so each lane is clean above K bits (pack_register_bytes
+/// needs that). A register whose first field starts on a byte goes out as whole bytes;
 /// a last odd 4-bit field, a field off a byte, and strided positions are set one by one.
 template <int K>
 struct packed_codes {
@@ -39,7 +40,7 @@ struct packed_codes {
     std::size_t l = 0;
     if (stride == 1 && at * K % 8 == 0) {
       alignas(64) unsigned char bytes[lanes * K / 8];
-      pack_register_bytes<K>(V(codes & low_bits(K)), bytes);
+      pack_register_bytes<K>(codes, bytes);
       l = count * K / 8 * 8 / K;  // the fields in whole bytes
       std::memcpy(reinterpret_cast<unsigned char*>(words) + at * K / 8, bytes, count == lanes ? sizeof bytes : l * K / 8);
     }
