@@ -3,8 +3,10 @@
 // and MXINT8) through bitpack.hpp, one 8-bit scale code per block beside them (E8M0 for OCP MX,
 // E4M3 for NVFP4, plus NVFP4's fp32 per-tensor scale). MXFP4 takes 4 + 8/32 = 4.25 bits per value.
 //
-// Encoding goes through block.hpp (and so the one rounding core); decoding gives exactly the
-// values quantize_blocks gives for the same input and options, bit for bit.
+// Encoding goes through block.hpp (and so the one rounding core); 4- and 8-bit codes go from the
+// kernel's registers straight into the words (packed_codes), 6-bit ones through a buffer of codes
+// and bitpack.hpp's pack. Decoding gives exactly the values quantize_blocks gives for the same
+// input and options, bit for bit.
 // Errors: std::invalid_argument for bad formats, layouts, sizes or raw parts that do not fit;
 // nothing is read outside the buffers held.
 #pragma once
