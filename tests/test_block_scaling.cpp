@@ -425,18 +425,9 @@ TEST_CASE("bad block formats, layouts and spans are rejected with the field name
   CHECK(mf::mxfp8_e4m3.bits_per_value() == 8.25);
 }
 
-TEST_CASE("groups of 16 blocks on either core path give the scalar core's rounding of V/X in every mode, with counts",
-          "[block]") {
-  // N(0, 1) data: MXFP8 blocks mostly take the core's one-binade path, MXFP4/MXFP6/MXINT8 blocks
-  // the general finite path (their scaled values fall below the element's smallest normal);
-  // one block in the middle saturates, one holds a float subnormal, one is all zero.
-  std::mt19937_64 gen(77);
-  std::normal_distribution<float> normal;
-  std::vector<float> x(40 * 32 + 17);
-  for (auto& v : x) v = normal(gen);
-  for (std::size_t i = 0; i < 32; ++i) x[64 + i] = 0.0f;
-  x[200] = 1e-40f;
-  x[300] = 511.0f, x[301] = 470.0f;
+/// quantize_blocks(x) against the scalar core's rounding of V/X for every value, in every mode
+/// and both scale rules, with the overflow and underflow counts, and encode/decode round trips.
+void check_against_scalar_core(const std::vector<float>& x) {
   for (const auto& c : mx_cases)
     for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
                             mf::rounding::toward_positive, mf::rounding::toward_negative, mf::rounding::to_odd,
@@ -473,4 +464,42 @@ TEST_CASE("groups of 16 blocks on either core path give the scalar core's roundi
         mf::decode_blocks(elements, scales, back, c.f);
         for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same(back[i], got[i]));
       }
+}
+
+TEST_CASE("groups of 16 blocks on either core path give the scalar core's rounding of V/X in every mode, with counts",
+          "[block]") {
+  // N(0, 1) data: MXFP8 blocks mostly take the core's one-binade path, MXFP4/MXFP6/MXINT8 blocks
+  // the general finite path (their scaled values fall below the element's smallest normal);
+  // one block in the middle saturates, one holds a float subnormal, one is all zero.
+  std::mt19937_64 gen(77);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(40 * 32 + 17);
+  for (auto& v : x) v = normal(gen);
+  for (std::size_t i = 0; i < 32; ++i) x[64 + i] = 0.0f;
+  x[200] = 1e-40f;
+  x[300] = 511.0f, x[301] = 470.0f;
+  check_against_scalar_core(x);
+}
+
+TEST_CASE("groups that skip the look for one-binade blocks and groups that take it give the same rounding",
+          "[block]") {
+  // After a group of 16 blocks without a one-binade block the kernel stops looking for 8 groups.
+  // Phases of 12 groups: N(0, 1) (MXFP4's blocks miss the one-binade path), then magnitudes in
+  // [1, 1.5) (every MXFP4, MXFP6 and MXFP8 block fits it), then N(0, 1) with every block's
+  // smallest magnitude raised to 1/4 of the block's largest, and one all-zero group inside.
+  std::mt19937_64 gen(78);
+  std::normal_distribution<float> normal;
+  std::uniform_real_distribution<float> one_to_1_5(1.0f, 1.5f);
+  std::vector<float> x(3 * 12 * 16 * 32 + 5);
+  const std::size_t phase = 12 * 16 * 32;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = i / phase == 1 ? (i % 3 == 0 ? -1.0f : 1.0f) * one_to_1_5(gen) : normal(gen);
+  for (std::size_t b = 2 * phase; b + 32 <= x.size(); b += 32) {
+    float amax = 0;
+    for (std::size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    for (std::size_t i = b; i < b + 32; ++i)
+      if (std::fabs(x[i]) < amax / 4) x[i] = std::copysign(amax / 4, x[i]);
+  }
+  for (std::size_t i = phase + 4 * 16 * 32; i < phase + 5 * 16 * 32; ++i) x[i] = 0.0f;
+  check_against_scalar_core(x);
 }

@@ -334,6 +334,12 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   const std::size_t lines = along_rows ? rows : cols;
   const bool integer = f.integer_elements;
   const int emax_plus_bias = f.element.emax() + 127;
+  // Finite registers off the single-binade shortcut take the float-arithmetic form where it
+  // applies (bulk.hpp): MXFP4's scaled values lie mostly in e2m1's subnormal range, where the
+  // core's finite path costs about twice as much.
+  const bool float_add = use_float_add(p);
+  const float_add_plan<V> float_add_constants = float_add ? float_add_plan<V>(p) : float_add_plan<V>{};
+  const float_add_plan<V>* const fa = float_add ? &float_add_constants : nullptr;
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
@@ -366,10 +372,9 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       if constexpr (How == block_path::plain) {
         rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
       } else if constexpr (How == block_path::finite) {
-        rounded = round_bits<Mode, lane_path::finite>(p, y_bits, random);
-        if constexpr (Count) counts.template add<true>(p, y_bits, rounded, valid);
+        rounded = round_finite_lanes<Mode, Count>(p, fa, y_bits, random, counts, valid);
       } else {
-        rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid);
+        rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid, float_add);
       }
       if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
       sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
@@ -379,6 +384,15 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     if (j < m) one_register.template operator()<false>(j, m - j);
     sink.end_block(block_index, s.code);
   };
+
+  // The group path's own copies of the plan, the float-arithmetic constants and the sink: the
+  // one-block lambdas above are not always inlined, so what they capture counts as escaped, and
+  // the byte stores of packed codes (storage/packed_block.hpp) then forced a reload of every
+  // constant after each register.
+  const rounding_plan<float> group_plan = p;
+  const float_add_plan<V> group_float_add = float_add_constants;
+  const float_add_plan<V>* const group_fa = float_add ? &group_float_add : nullptr;
+  Sink group_sink = sink;
 
   // One full register of a block of a group (below): contiguous, scaled by a power of two, on
   // the path its block's extremes allow.
@@ -391,13 +405,12 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     std::memcpy(&y_bits, &y, sizeof y);
     V rounded;
     if constexpr (How == block_path::plain) {
-      rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
+      rounded = round_bits<Mode, lane_path::plain>(group_plan, y_bits, random);  // nothing to count there
     } else {
-      rounded = round_bits<Mode, lane_path::finite>(p, y_bits, random);
-      if constexpr (Count) counts.template add<true>(p, y_bits, rounded, ~V{});
+      rounded = round_finite_lanes<Mode, Count>(group_plan, group_fa, y_bits, random, counts, ~V{});
     }
     if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
-    sink.put(first, 1, lanes, rounded, from);
+    group_sink.put(first, 1, lanes, rounded, from);
   };
 
   // Block k of a line (row for axis 1, column for axis 0), on its own.
@@ -450,6 +463,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     round_block.template operator()<block_path::checked>(values, first, stride, m, block_index, s);
   };
 
+  unsigned groups_without_look = 0;
   for (std::size_t line = 0; line < lines; ++line) {
     std::size_t k = 0;
     if constexpr (!Divide && lanes == 16) {
@@ -461,22 +475,33 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       // general finite path (no NaN or Inf can be inside: amax is finite). A group with an
       // unusual block (zero, NaN/Inf, float-subnormal amax, a clamped scale) takes the
       // one-block path below, block by block.
+      // Looking for plain blocks costs the smallest magnitudes; after a group without one
+      // (MXFP4: its scaled values mostly lie below e2m1's smallest normal) the next 8 groups
+      // skip the look and round every block on the finite path: the same bits either way.
       const std::size_t full_blocks = along_rows && B % lanes == 0 ? cols / B : 0;
       for (; k + 16 <= full_blocks; k += 16) {
         const float* base = in.data() + line * cols + k * B;
+        const bool look = p.plain_path && groups_without_look == 0;
         V largest[16], smallest[16];
-        for (std::size_t b = 0; b < 16; ++b) {
-          V hi{}, lo = ~V{};
-          for (std::size_t j = 0; j < B; j += lanes) {
-            const V a = load_lanes<V>(base + b * B + j) & 0x7fffffffu;
-            hi = lane_max(hi, a);
-            lo = lane_min(lo, a - 1u);  // zero wraps to the top: the smallest nonzero, minus one
+        if (look) {
+          for (std::size_t b = 0; b < 16; ++b) {
+            V hi{}, lo = ~V{};
+            for (std::size_t j = 0; j < B; j += lanes) {
+              const V a = load_lanes<V>(base + b * B + j) & 0x7fffffffu;
+              hi = lane_max(hi, a);
+              lo = lane_min(lo, a - 1u);  // zero wraps to the top: the smallest nonzero, minus one
+            }
+            largest[b] = hi;
+            smallest[b] = lo;
           }
-          largest[b] = hi;
-          smallest[b] = lo;
+        } else {
+          for (std::size_t b = 0; b < 16; ++b) {
+            V hi{};
+            for (std::size_t j = 0; j < B; j += lanes) hi = lane_max(hi, load_lanes<V>(base + b * B + j) & 0x7fffffffu);
+            largest[b] = hi;
+          }
         }
         const V amax = transposed16(largest, [](V a, V b) { return lane_max(a, b); });
-        const V amin = transposed16(smallest, [](V a, V b) { return lane_min(a, b); }) + 1u;
         const V field = amax >> 23;
         V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
         // ceil: one more where amax / 2^e (bits amax - e << 23, a normal float) exceeds the max
@@ -486,18 +511,22 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
           for (std::size_t b = 0; b < 16; ++b) one_block(line, k + b);
           continue;
         }
-        const V min_field = amin >> 23;
-        const V plain = p.plain_path ? select(amax - (e << 23) < p.threshold_bits, ~V{}, V{}) &
-                                           select(min_field != 0u, ~V{}, V{}) &
-                                           select(min_field + 1024u - e >= p.emin_field + 1024u, ~V{}, V{})
-                                     : V{};
+        V plain{};
+        if (look) {
+          const V min_field = (transposed16(smallest, [](V a, V b) { return lane_min(a, b); }) + 1u) >> 23;
+          plain = select(amax - (e << 23) < p.threshold_bits, ~V{}, V{}) & select(min_field != 0u, ~V{}, V{}) &
+                  select(min_field + 1024u - e >= p.emin_field + 1024u, ~V{}, V{});
+          groups_without_look = any_lane(plain) ? 0 : 8;
+        } else {
+          groups_without_look -= groups_without_look != 0;
+        }
         alignas(64) std::uint32_t to_bits[16], from_bits[16], plain_block[16];
         store_lanes(to_bits, V((127u - e) << 23));
         store_lanes(from_bits, V((127u + e) << 23));
         store_lanes(plain_block, plain);
         for (std::size_t b = 0; b < 16; ++b) {
-          const FV to = FV{} + std::bit_cast<float>(to_bits[b]);
-          const FV from = FV{} + std::bit_cast<float>(from_bits[b]);
+          const auto to = std::bit_cast<FV>(V{} + to_bits[b]);  // broadcasts (0.0f + x would be an add)
+          const auto from = std::bit_cast<FV>(V{} + from_bits[b]);
           const float* values = base + b * B;
           const std::size_t first = line * cols + (k + b) * B;
           if (plain_block[b] != 0)
@@ -506,7 +535,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
           else
             for (std::size_t j = 0; j < B; j += lanes)
               group_register.template operator()<block_path::finite>(values + j, first + j, to, from);
-          sink.end_block(line * blocks_per_line + k + b, static_cast<std::uint8_t>(e[b] + 127u));
+          group_sink.end_block(line * blocks_per_line + k + b, static_cast<std::uint8_t>(e[b] + 127u));
         }
         blocks += 16;
       }
@@ -569,24 +598,37 @@ struct dequantize_sink {
   void end_block(std::size_t, std::uint8_t) {}
 };
 
-/// Element codes and scale codes.
+/// Writes element codes into an array of C, one per value.
 template <class C>
-struct code_sink {
+struct code_array {
   C* elements;
+  /// Lanes 0..count-1 of `codes` are the codes of tensor positions at + l * stride.
+  template <class V>
+  void store(std::size_t at, std::size_t stride, std::size_t count, const V& codes) {
+    if (stride == 1 && count == sizeof(V) / sizeof(std::uint32_t)) store_codes(elements + at, codes, sizeof(V) / sizeof(std::uint32_t));
+    else if (stride == 1) store_codes(elements + at, codes, count);
+    else
+      for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<C>(codes[l]);
+  }
+  void fill(std::size_t first, std::size_t stride, std::size_t m, std::uint32_t code) {
+    for (std::size_t j = 0; j < m; ++j) elements[first + j * stride] = static_cast<C>(code);
+  }
+};
+
+/// Element codes (through `Elements`: code_array, or storage's packed words) and scale codes.
+template <class Elements>
+struct code_sink {
+  Elements elements;
   std::uint8_t* scales;
   codec_plan<float> codec;
   bool integer;
   std::uint8_t nan_element;  // the element code of a NaN block
   template <class V, class FV>
   void put(std::size_t at, std::size_t stride, std::size_t count, V rounded, FV) {
-    const V codes = element_codes(codec, rounded, integer);
-    if (stride == 1 && count == sizeof(V) / sizeof(std::uint32_t)) store_codes(elements + at, codes, sizeof(V) / sizeof(std::uint32_t));
-    else if (stride == 1) store_codes(elements + at, codes, count);
-    else
-      for (std::size_t l = 0; l < count; ++l) elements[at + l * stride] = static_cast<C>(codes[l]);
+    elements.store(at, stride, count, element_codes(codec, rounded, integer));
   }
   void nan_block(std::size_t b, std::size_t first, std::size_t stride, std::size_t m, const block_scale& s) {
-    for (std::size_t j = 0; j < m; ++j) elements[first + j * stride] = nan_element;
+    elements.fill(first, stride, m, nan_element);
     scales[b] = s.code;
   }
   void end_block(std::size_t b, std::uint8_t code) { scales[b] = code; }
@@ -629,6 +671,24 @@ inline void quantize(std::span<float> values, const block_format& f, const block
   quantize_blocks(values, values, f, o, {}, st);
 }
 
+namespace detail {
+/// encode_blocks after its size checks, with the element codes going to `elements` (code_array,
+/// or storage/packed_block.hpp's writer of packed words, which checks its own sizes).
+template <class Elements>
+float encode_blocks_into(std::span<const float> in, Elements elements, std::span<std::uint8_t> scales,
+                         const block_format& f, const block_options& o, const block_layout& layout, block_stats* st,
+                         const char* who) {
+  if (o.on_overflow != overflow::saturate && !f.element.has_infinity() && !f.element.has_nan())
+    throw std::invalid_argument(std::string(who) + ": on_overflow = infinity gives values without a code in " +
+                                to_string(f.element));
+  const scale_finder finder = make_scale_finder(in, f, o);
+  const std::uint8_t nan_element = f.element.has_nan() ? static_cast<std::uint8_t>(nan_code(f.element)) : 0;
+  code_sink<Elements> sink{elements, scales.data(), make_codec_plan<float>(f.element), f.integer_elements, nan_element};
+  run_block_kernel(in, f, o, layout, finder, sink, st);
+  return finder.tensor_scale;
+}
+}  // namespace detail
+
 /// Codes of a block-scaled tensor: one element code per value (its low bit_width() bits; MXINT8:
 /// the two's-complement byte) and one scale code per block (E8M0, or NVFP4's E4M3).
 /// Returns the per-tensor scale used (NVFP4), 1 for MX. A NaN block's elements get the element
@@ -639,15 +699,7 @@ float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<
                     block_stats* st = nullptr) {
   constexpr const char* who = "minifloat::encode_blocks";
   detail::check_codes(in.size(), elements.size(), scales.size(), f, layout, who);
-  if (o.on_overflow != overflow::saturate && !f.element.has_infinity() && !f.element.has_nan())
-    throw std::invalid_argument(std::string(who) + ": on_overflow = infinity gives values without a code in " +
-                                to_string(f.element));
-  const detail::scale_finder finder = detail::make_scale_finder(in, f, o);
-  const std::uint8_t nan_element = f.element.has_nan() ? static_cast<std::uint8_t>(detail::nan_code(f.element)) : 0;
-  detail::code_sink<C> sink{elements.data(), scales.data(), detail::make_codec_plan<float>(f.element),
-                            f.integer_elements, nan_element};
-  detail::run_block_kernel(in, f, o, layout, finder, sink, st);
-  return finder.tensor_scale;
+  return detail::encode_blocks_into(in, detail::code_array<C>{elements.data()}, scales, f, o, layout, st, who);
 }
 
 /// The values codes stand for: element value × decoded scale (NaN where the scale is NaN).

@@ -196,6 +196,26 @@ struct lane_counts {
 /// core on both benchmark data sets, specials and subnormals sprinkled in).
 template <class V>
 constexpr bool float_add_form = false;
+
+/// float_add_rounding's constants as registers, derived from the plan once per kernel call. The
+/// block kernels keep the plan in memory, and rebuilding these from its fields (loads, shifts
+/// and broadcasts) took about a third of their instructions per register.
+template <class V>
+struct float_add_plan {
+  V low_binade{};   ///< exponent field bits of the format's smallest normal binade (the subnormals' spacing)
+  V high_binade{};  ///< one binade above the format's largest
+  V magic{};        ///< C's bits above its binade's: C = 1.5 * 2^(k + 23) for step 2^k
+  V flush_below{}, underflow{}, max_bits{}, overflow{};  ///< the plan's fields of the same names, broadcast
+  bool flush = false, unsigned_zero = false;
+  bool saturates = false;  ///< the overflow result is max itself
+  float_add_plan() = default;
+  explicit float_add_plan(const rounding_plan<float>& p)
+      : low_binade(V{} + (p.emin_field << 23)), high_binade(V{} + (((p.max_bits >> 23) + 1) << 23)),
+        magic(V{} + ((p.d_normal << 23) | 0x400000U)), flush_below(V{} + p.flush_below_bits),
+        underflow(V{} + p.underflow_bits), max_bits(V{} + p.max_bits), overflow(V{} + p.overflow_bits),
+        flush(p.flush_below_bits != 0), unsigned_zero(p.unsigned_zero), saturates(p.overflow_bits == p.max_bits) {}
+};
+
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
 template <>
 inline constexpr bool float_add_form<simd_t<std::uint32_t>> = sizeof(simd_t<std::uint32_t>) == 64;
@@ -211,7 +231,7 @@ inline bool float_add_applies(const rounding_plan<float>& p) {
 }
 
 template <rounding Mode>
-[[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const rounding_plan<float>& p,
+[[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const float_add_plan<simd_t<std::uint32_t>>& k,
                                                                        simd_t<std::uint32_t> u) {
   using V = simd_t<std::uint32_t>;
   constexpr int embedded = (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) |
@@ -220,9 +240,8 @@ template <rounding Mode>
   const V sign = u & 0x80000000U;
   const V a = u ^ sign;
   // C's bits: x's exponent field clamped to the format's binades, moved up by the dropped bits.
-  const V binade = lane_min(lane_max(a & 0x7f800000U, zero + (p.emin_field << 23)),
-                            zero + (((p.max_bits >> 23) + 1) << 23));
-  const V c = binade + ((p.d_normal << 23) | 0x400000U);
+  const V binade = lane_min(lane_max(a & 0x7f800000U, k.low_binade), k.high_binade);
+  const V c = binade + k.magic;
   __m512 x, cf;
   std::memcpy(&x, &a, 64);
   std::memcpy(&cf, &c, 64);
@@ -245,9 +264,11 @@ template <rounding Mode>
   V result;
   std::memcpy(&result, &rounded, 64);
   // The core's last steps (round_bits), on the same plan fields.
-  if (p.flush_below_bits != 0) result = select(result < p.flush_below_bits, zero + p.underflow_bits, result);
-  result = select(result > p.max_bits, zero + p.overflow_bits, result);
-  if (p.unsigned_zero) return result | select(result == zero, zero, sign);
+  if (k.flush) result = select(result < k.flush_below, k.underflow, result);
+  // Saturating, the overflow step is a minimum of magnitudes' bit patterns (which order like the
+  // magnitudes): one operation instead of a compare and a blend.
+  result = k.saturates ? lane_min(result, k.max_bits) : select(result > k.max_bits, k.overflow, result);
+  if (k.unsigned_zero) return result | select(result == zero, zero, sign);
   return result | sign;
 }
 #endif
@@ -312,11 +333,8 @@ inline bool stochastic_split_applies(const rounding_plan<float>& p) {
 }
 #endif
 
-/// The paths of one register: the single-binade shortcut, the full core without NaN/Inf handling
-/// (or its float-arithmetic form, when `float_add` = float_add_applies(p), decided once per
-/// kernel), or the full core. Plain lanes lie between the smallest normal and the overflow
-/// threshold (or are zero): nothing there is counted.
-/// True when every lane of the register (given as u << 1) is zero or plain (see round_lanes).
+/// True when every lane of the register (given as u << 1) is zero or plain: between the smallest
+/// normal and the overflow threshold, where nothing is counted (round_lanes' single-binade shortcut).
 template <std::floating_point S, class V>
 [[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
   using src = source_layout<S>;
@@ -332,7 +350,32 @@ inline constexpr bool has_float_add =
     (Mode == rounding::nearest_even || Mode == rounding::nearest_away || Mode == rounding::toward_zero) &&
     std::same_as<S, float> && float_add_form<V>;
 
-/// Rounds one register (and counts it) on the cheapest path its lanes allow. FloatAddFirst (only
+/// Rounds one register without NaN or Inf lanes (and counts it): by the float-arithmetic form
+/// when `fa` is given (the caller checked float_add_applies(p) once per kernel) and the mode has
+/// it, else by the core's finite path. Both give the same bits; the block kernels (block.hpp)
+/// call this for blocks whose extremes rule out the single-binade shortcut.
+template <rounding Mode, bool Count, std::floating_point S, class V>
+[[gnu::always_inline]] inline V round_finite_lanes(const rounding_plan<S>& p,
+                                                   [[maybe_unused]] const std::type_identity_t<float_add_plan<V>>* fa,
+                                                   V u, V random, [[maybe_unused]] lane_counts<V>& counts,
+                                                   [[maybe_unused]] V valid) {
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (has_float_add<Mode, S, V>) {
+    if (fa != nullptr) {
+      const V result = float_add_rounding<Mode>(*fa, u);
+      if constexpr (Count) counts.template add<true>(p, u, result, valid);
+      return result;
+    }
+  }
+#endif
+  const V result = round_bits<Mode, lane_path::finite>(p, u, random);
+  if constexpr (Count) counts.template add<true>(p, u, result, valid);
+  return result;
+}
+
+/// Rounds one register (and counts it) on the cheapest path its lanes allow: the single-binade
+/// shortcut, the full core without NaN/Inf handling (or its float-arithmetic form, when
+/// `float_add` = use_float_add(p), decided once per kernel), or the full core. FloatAddFirst (only
 /// with has_float_add and float_add) skips the single-binade test and sends every finite
 /// register to the float-arithmetic form: the kernels pick it while most registers miss the
 /// single-binade path (wide data), where the test itself is the cost.
@@ -363,15 +406,11 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
   }
   if constexpr (has_float_add<Mode, S, V>) {
     if (FloatAddFirst || float_add) {
-      const V result = float_add_rounding<Mode>(p, u);
-      if constexpr (Count) counts.template add<true>(p, u, result, valid);
-      return result;
+      const float_add_plan<V> fa(p);
+      return round_finite_lanes<Mode, Count>(p, &fa, u, random, counts, valid);
     }
   }
-#endif
-  const V result = round_bits<Mode, lane_path::finite>(p, u, random);
-  if constexpr (Count) counts.template add<true>(p, u, result, valid);
-  return result;
+  return round_finite_lanes<Mode, Count>(p, nullptr, u, random, counts, valid);
 }
 
 /// float_add_applies (stochastic_split_applies for stochastic rounding) where that form exists,

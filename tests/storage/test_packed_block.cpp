@@ -119,3 +119,42 @@ TEST_CASE("the 4- and 6-bit element formats and the fnuz formats pack at their o
     for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(got[i], want[i]));
   }
 }
+
+TEST_CASE("codes written straight from registers equal encoding to 32-bit codes and packing them", "[storage][block]") {
+  // The constructor writes 4- and 8-bit fields from the block kernel's registers; the two-pass
+  // form (encode_blocks into 32-bit codes, then bitpack.hpp's pack) is the reference. Odd
+  // lengths, block sizes that put registers off a byte (17, 20), strided blocks (axis 0), NaN
+  // and Inf blocks, every mode.
+  const mf::block_format formats[] = {mf::mxfp4, mf::nvfp4, mf::mxfp8_e4m3, mf::mxint8, mf::mxfp6_e2m3,
+                                      mf::block_format{mf::e2m1, 17}, mf::block_format{mf::e2m1, 20},
+                                      mf::block_format{mf::e4m3, 17}, mf::block_format{mf::e2m1, 64}};
+  struct shape {
+    std::size_t n;
+    mf::block_layout layout;
+  };
+  const shape shapes[] = {{1, {}},        {7, {}},          {15, {}},         {17, {}},         {31, {}},
+                          {33, {}},       {531, {}},        {16 * 32 * 3 + 5, {}}, {16 * 64 * 2 + 33, {}},
+                          {9 * 70, {9, 70, 1}}, {9 * 70, {9, 70, 0}}, {37 * 5, {37, 5, 0}}};
+  for (const auto& f : formats)
+    for (const auto& s : shapes)
+      for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
+                              mf::rounding::toward_negative, mf::rounding::to_odd, mf::rounding::stochastic}) {
+        INFO(mf::to_string(f) << " n " << s.n << " rows " << s.layout.rows << " axis " << s.layout.axis << " mode "
+                              << int(mode));
+        std::vector<float> x = random_values(s.n, s.n + 3);
+        if (s.n > 300) {
+          x[70] = std::numeric_limits<float>::quiet_NaN();
+          x[290] = -std::numeric_limits<float>::infinity();
+        }
+        const mf::block_options o{.mode = mode, .seed = 9, .index = 3};
+        const ms::packed_block_tensor t(x, f, o, s.layout);
+        std::vector<std::uint32_t> codes(s.n);
+        std::vector<std::uint8_t> scales(mf::block_count(s.n, f, s.layout));
+        const float tensor_scale = mf::encode_blocks<std::uint32_t>(x, codes, scales, f, o, s.layout);
+        std::vector<std::uint32_t> words(ms::packed_words(s.n, f.element.bit_width()));
+        ms::pack(codes, f.element.bit_width(), words);
+        CHECK(std::vector<std::uint32_t>(t.elements().words().begin(), t.elements().words().end()) == words);
+        CHECK(std::vector<std::uint8_t>(t.scales().begin(), t.scales().end()) == scales);
+        CHECK(t.tensor_scale() == tensor_scale);
+      }
+}

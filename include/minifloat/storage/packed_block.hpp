@@ -3,14 +3,18 @@
 // and MXINT8) through bitpack.hpp, one 8-bit scale code per block beside them (E8M0 for OCP MX,
 // E4M3 for NVFP4, plus NVFP4's fp32 per-tensor scale). MXFP4 takes 4 + 8/32 = 4.25 bits per value.
 //
-// Encoding goes through block.hpp (and so the one rounding core); decoding gives exactly the
-// values quantize_blocks gives for the same input and options, bit for bit.
+// Encoding goes through block.hpp (and so the one rounding core); 4- and 8-bit codes go from the
+// kernel's registers straight into the words (packed_codes), 6-bit ones through a buffer of codes
+// and bitpack.hpp's pack. Decoding gives exactly the values quantize_blocks gives for the same
+// input and options, bit for bit.
 // Errors: std::invalid_argument for bad formats, layouts, sizes or raw parts that do not fit;
 // nothing is read outside the buffers held.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -23,6 +27,33 @@
 
 namespace minifloat::storage {
 
+namespace detail {
+/// Element codes written straight into the packed words from the block kernel's registers
+/// (block.hpp's code_sink calls store and fill): K = 4 or 8 bits, on a little-endian machine.
+/// Codes are the element format's, so each lane is clean above K bits (pack_register_bytes
+/// needs that). A register whose first field starts on a byte goes out as whole bytes;
+/// a last odd 4-bit field, a field off a byte, and strided positions are set one by one.
+template <int K>
+struct packed_codes {
+  std::uint32_t* words;
+  template <class V>
+  void store(std::size_t at, std::size_t stride, std::size_t count, const V& codes) {
+    constexpr std::size_t lanes = sizeof(V) / sizeof(std::uint32_t);
+    std::size_t l = 0;
+    if (stride == 1 && at * K % 8 == 0) {
+      alignas(64) unsigned char bytes[lanes * K / 8];
+      pack_register_bytes<K>(codes, bytes);
+      l = count * K / 8 * 8 / K;  // the fields in whole bytes
+      std::memcpy(reinterpret_cast<unsigned char*>(words) + at * K / 8, bytes, count == lanes ? sizeof bytes : l * K / 8);
+    }
+    for (; l < count; ++l) set_field(words, K, at + l * stride, codes[l]);
+  }
+  void fill(std::size_t first, std::size_t stride, std::size_t m, std::uint32_t code) {
+    for (std::size_t j = 0; j < m; ++j) set_field(words, K, first + j * stride, code);
+  }
+};
+}  // namespace detail
+
 class packed_block_tensor {
  public:
   packed_block_tensor() = default;
@@ -34,11 +65,23 @@ class packed_block_tensor {
         elements_(values.size(), checked_bits(f)), scales_(block_count(values.size(), f, layout_)) {
     const int bits = elements_.bits();
     const bool one_row = layout_.rows == 1 && layout_.axis == 1;
-    const std::size_t chunk = chunk_size();
-    std::vector<std::uint32_t> codes(std::min(chunk, size_));
     block_options oc = o;
     if (f.scaling == block_scaling::e4m3_times_tensor && oc.tensor_scale == 0) oc.tensor_scale = nvfp4_tensor_scale(values);
     tensor_scale_ = oc.tensor_scale == 0 ? 1.0f : oc.tensor_scale;
+    // 4- and 8-bit elements (MXFP4, NVFP4, MXFP8, MXINT8) go from the kernel's registers into
+    // the words in the same pass; other widths through a buffer of codes and bitpack.hpp's pack.
+    if (std::endian::native == std::endian::little && (bits == 4 || bits == 8)) {
+      constexpr const char* who = "minifloat::storage::packed_block_tensor";
+      if (bits == 4)
+        minifloat::detail::encode_blocks_into(values, detail::packed_codes<4>{elements_.words().data()}, scales_, f, oc,
+                                              layout_, st, who);
+      else
+        minifloat::detail::encode_blocks_into(values, detail::packed_codes<8>{elements_.words().data()}, scales_, f, oc,
+                                              layout_, st, who);
+      return;
+    }
+    const std::size_t chunk = chunk_size();
+    std::vector<std::uint32_t> codes(std::min(chunk, size_));
     for (std::size_t start = 0; start < size_; start += chunk) {
       const std::size_t m = std::min(chunk, size_ - start);
       const block_layout part = one_row ? block_layout{1, m, 1} : layout_;

@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../detail/simd.hpp"
 
 namespace minifloat::storage::detail {
 
@@ -172,16 +173,22 @@ void unpack_fixed(const std::uint32_t* words, std::size_t nwords, std::size_t n,
 // ---------------------------------------------------------------------------------------------
 // Packing. Fields of F bits sit in the low bits of 32-bit lanes (clean above F).
 
-/// One merge level (2F <= 32): in 64-bit lanes, x | x >> (32 - F) puts the odd field above the
-/// even one in the low word; keeping the low words of a and b gives 16 fields of 2F bits.
+/// In 64-bit lanes holding two F-bit fields (2F <= 32), x | x >> (32 - F) puts the odd field
+/// above the even one in the low word.
+template <int F, class W>
+[[gnu::always_inline]] inline void merge_in_lanes(W& x) {
+  static_assert(2 * F <= 32);
+  x |= x >> (32 - F);
+}
+
+/// One merge level: keeping the low words of a and b, merged in their lanes, gives 16 fields of 2F bits.
 template <int F>
 [[gnu::always_inline]] inline void merge_pairs(const u32x16& a, const u32x16& b, u32x16& merged) {
-  static_assert(2 * F <= 32);
   u64x8 x, y;
   reinterpret(a, x);
   reinterpret(b, y);
-  x |= x >> (32 - F);
-  y |= y >> (32 - F);
+  merge_in_lanes<F>(x);
+  merge_in_lanes<F>(y);
   u32x16 lo, hi;
   reinterpret(x, lo);
   reinterpret(y, hi);
@@ -336,6 +343,30 @@ template <int K>
   merged<K, levels>(in, low);
   merged<K, levels>(in + (16 << levels), high);
   emit<(K << levels)>(low, high, out);
+}
+
+/// The fields of one register of 32-bit lanes (any width; each lane clean above K bits) as
+/// consecutive K-bit fields in lanes * K / 8 bytes at `out`, for the widths that fill whole bytes
+/// from a register: K = 4 (one merge level, then each 64-bit lane narrowed to its low byte) and
+/// K = 8 (each lane narrowed to a byte). Bytes in the layout's order on a little-endian machine,
+/// where the stream of 32-bit words is a stream of bytes. Used by encoders that write fields
+/// straight from their registers (storage/packed_block.hpp), without a buffer of 32-bit values.
+template <int K, class V>
+[[gnu::always_inline]] inline void pack_register_bytes(const V& fields, unsigned char* out) {
+  static_assert(K == 4 || K == 8, "pack_register_bytes: K = 4 or 8");
+  constexpr std::size_t lanes = sizeof(V) / sizeof(std::uint32_t);
+  if constexpr (K == 4) {
+    using narrow = typename minifloat::detail::vector_of<std::uint8_t, lanes / 2>::type;
+    typename minifloat::detail::vector_of<std::uint64_t, sizeof(V)>::type x;
+    reinterpret(fields, x);
+    merge_in_lanes<4>(x);
+    const narrow bytes = __builtin_convertvector(x, narrow);
+    std::memcpy(out, &bytes, sizeof bytes);
+  } else {
+    using narrow = typename minifloat::detail::vector_of<std::uint8_t, lanes>::type;
+    const narrow bytes = __builtin_convertvector(fields, narrow);
+    std::memcpy(out, &bytes, sizeof bytes);
+  }
 }
 
 /// words[0, words_for(n, K)) = the n values, each masked to K bits; the bits after the last
