@@ -404,6 +404,7 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
       return result;
     }
   }
+#endif
   if constexpr (has_float_add<Mode, S, V>) {
     if (FloatAddFirst || float_add) {
       const float_add_plan<V> fa(p);
