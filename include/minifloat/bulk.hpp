@@ -247,8 +247,8 @@ template <rounding Mode>
   std::memcpy(&cf, &c, 64);
   // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
   // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
-  const __m512 sum = _mm512_maskz_add_round_ps(0xffff, x, cf, embedded);
-  __m512 rounded = _mm512_maskz_sub_round_ps(0xffff, sum, cf, embedded);
+  const __m512 sum = _mm512_maskz_add_round_ps(all_lanes16, x, cf, embedded);
+  __m512 rounded = _mm512_maskz_sub_round_ps(all_lanes16, sum, cf, embedded);
   if constexpr (Mode == rounding::nearest_away) {
     // Truncated above; a remainder of at least half a step goes up one step. The remainder and
     // the sum are exact; half a step is at least 2^-126, so a remainder FTZ/DAZ would touch
@@ -258,7 +258,7 @@ template <rounding Mode>
     __m512 step, half;
     std::memcpy(&step, &step_bits, 64);
     std::memcpy(&half, &half_bits, 64);
-    const __m512 remainder = _mm512_maskz_sub_ps(0xffff, x, rounded);
+    const __m512 remainder = _mm512_maskz_sub_ps(all_lanes16, x, rounded);
     rounded = _mm512_mask_add_ps(rounded, _mm512_cmp_ps_mask(remainder, half, _CMP_GE_OQ), rounded, step);
   }
   V result;
@@ -317,9 +317,9 @@ inline bool stochastic_split_applies(const rounding_plan<float>& p) {
   const __m512 over_q = _mm512_castsi512_ps(_mm512_set1_epi32((127 + k) << 23));
   const __m512 q = _mm512_castsi512_ps(_mm512_set1_epi32((127 - k) << 23));
   const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), over_q);
-  const __m512 n = _mm512_maskz_roundscale_ps(0xffff, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 n = _mm512_maskz_roundscale_ps(all_lanes16, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m512 f32 = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0x1p32f));
-  const __m512i fraction = _mm512_maskz_cvttps_epu32(0xffff, f32);
+  const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, f32);
   const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
   const __mmask16 up =
       _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask));

@@ -108,6 +108,14 @@ template <class V>
   return acc != 0;
 }
 
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+/// The mask of all 16 lanes, for the zero-masked intrinsics (GCC 12's unmasked forms start from
+/// _mm512_undefined_ps(), which -Wmaybe-uninitialized reports). A typed constant: at -O0 the
+/// embedded-rounding intrinsics are macros, and a literal 0xffff passed through them draws
+/// -Woverflow.
+inline constexpr __mmask16 all_lanes16 = 0xffff;
+#endif
+
 /// True when any lane of v is at least t (unsigned): on 64-byte registers of 32-bit lanes one
 /// compare into a mask register (GCC turns the generic form's compare into a vector of -1/0 and
 /// tests that again).
@@ -130,7 +138,7 @@ inline void sqrt_floats(const float* in, float* out, std::size_t n) {
   std::size_t i = 0;
 #if defined(__CUDA_ARCH__)
 #elif defined(__AVX512F__)
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_maskz_sqrt_ps(0xffff, _mm512_loadu_ps(in + i)));
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_maskz_sqrt_ps(all_lanes16, _mm512_loadu_ps(in + i)));
 #elif defined(__AVX__)
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_sqrt_ps(_mm256_loadu_ps(in + i)));
 #elif defined(__SSE2__)

@@ -11,7 +11,7 @@
 //    few levels, then each output word gathers its pieces from the merged fields with one
 //    shuffle and one shift per piece. How many levels is chosen per K by counting shuffles and
 //    shifts (pack_cost), the instructions that bound the throughput.
-// Shuffles with computed patterns go through `shuffled`: GCC's __builtin_shuffle with a constant
+// Shuffles with computed patterns go through `shuffle_into`: GCC's __builtin_shuffle with a constant
 // mask vector (nvcc's front end parses it, so the header compiles in CUDA translation units), and
 // clang's __builtin_shufflevector (clang has no __builtin_shuffle); the same instructions.
 // Tails (the last blocks, where a full register would reach past the caller's buffer) go
@@ -37,15 +37,16 @@ typedef std::uint32_t u32x16 __attribute__((vector_size(64)));
 typedef std::uint64_t u64x8 __attribute__((vector_size(64)));
 typedef std::uint16_t u16x32 __attribute__((vector_size(64)));
 
-/// Lanes of a and b picked by compile-time indices (0 .. 2 * lanes - 1), in the spelling each
-/// compiler takes with computed indices (see the note at the top).
+/// out = lanes of a and b picked by compile-time indices (0 .. 2 * lanes - 1), in the spelling
+/// each compiler takes with computed indices (see the note at the top). Written through a
+/// reference, not returned: a returned 64-byte vector draws -Wpsabi without AVX-512.
 template <class V, int... Index>
-[[gnu::always_inline]] inline V shuffled(const V& a, const V& b) {
+[[gnu::always_inline]] inline void shuffle_into(const V& a, const V& b, V& out) {
 #if defined(__clang__)
-  return __builtin_shufflevector(a, b, Index...);
+  out = __builtin_shufflevector(a, b, Index...);
 #else
   using lane = std::remove_cvref_t<decltype(a[0])>;
-  return __builtin_shuffle(a, b, V{static_cast<lane>(Index)...});
+  out = __builtin_shuffle(a, b, V{static_cast<lane>(Index)...});
 #endif
 }
 
@@ -125,13 +126,15 @@ template <int K, int Half, std::size_t... J, std::size_t... L>
   if constexpr (K <= 16) {
     u16x32 g;
     reinterpret(w, g);
-    const u16x32 pairs = shuffled<u16x32, granule_index(K, Half, static_cast<int>(L))...>(g, g);
+    u16x32 pairs;
+    shuffle_into<u16x32, granule_index(K, Half, static_cast<int>(L))...>(g, g, pairs);
     const u32x16 shift{granule_shift(K, Half, static_cast<int>(J))...};
     reinterpret(pairs, fields);
     fields = (fields >> shift) & low_bits(K);
   } else {
-    const u32x16 lo = shuffled<u32x16, low_word(K, Half, static_cast<int>(J))...>(w, w);
-    const u32x16 hi = shuffled<u32x16, high_word(K, Half, static_cast<int>(J))...>(w, w);
+    u32x16 lo, hi;
+    shuffle_into<u32x16, low_word(K, Half, static_cast<int>(J))...>(w, w, lo);
+    shuffle_into<u32x16, high_word(K, Half, static_cast<int>(J))...>(w, w, hi);
     const u32x16 right{low_shift(K, Half, static_cast<int>(J))...};
     const u32x16 left{high_shift(K, Half, static_cast<int>(J))...};
     fields = ((lo >> right) | (hi << left)) & low_bits(K);
@@ -251,7 +254,9 @@ constexpr std::uint32_t word_piece_shift(int f, int w, int r) {
 template <int F, int R, std::size_t... L>
 [[gnu::always_inline]] inline void or_granule_round(const u16x32& a, const u16x32& b, u16x32& words,
                                                     std::index_sequence<L...>) {
-  words |= shuffled<u16x32, granule_piece(F, static_cast<int>(L), R)...>(a, b);
+  u16x32 piece;
+  shuffle_into<u16x32, granule_piece(F, static_cast<int>(L), R)...>(a, b, piece);
+  words |= piece;
 }
 template <int F, std::size_t... R>
 [[gnu::always_inline]] inline void granule_words(const u16x32& a, const u16x32& b, u16x32& words,
@@ -267,7 +272,8 @@ template <int F, std::size_t... J>
 template <int F, int Out, int R, std::size_t... J>
 [[gnu::always_inline]] inline void or_word_round(const u32x16& a, const u32x16& b, u32x16& words,
                                                  std::index_sequence<J...>) {
-  const u32x16 piece = shuffled<u32x16, word_piece(F, Out * 16 + static_cast<int>(J), R)...>(a, b);
+  u32x16 piece;
+  shuffle_into<u32x16, word_piece(F, Out * 16 + static_cast<int>(J), R)...>(a, b, piece);
   const u32x16 shift{word_piece_shift(F, Out * 16 + static_cast<int>(J), R)...};
   if constexpr (R == 0) words |= piece >> shift;
   else words |= piece << shift;
