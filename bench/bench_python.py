@@ -127,6 +127,10 @@ def measure(args, fmt, rounding, x, x_np, out, copy_out):
         print(f"  pure-torch emulation / minifloat.quantize (1 thr): {med['torch1'] / med['py1']:.1f}")
         print(f"  pure-torch emulation / minifloat.quantize (2 thr): {med['torch2'] / med['py2']:.1f}")
     print(f"  minifloat.quantize 1 thread / 2 threads:           {med['py1'] / med['py2']:.2f}")
+    # The control: what two threads get from this machine's memory right now. A memory-bound
+    # kernel whose one thread runs at memcpy speed cannot gain more from a second thread than a
+    # plain copy does; on a shared VM this varied from 1.0x to 2.1x within the same hour.
+    print(f"  control: memcpy 1 thread / torch copy_ 2 threads:  {med['memcpy'] / med['memcpy2']:.2f}")
 
 
 if __name__ == "__main__":
