@@ -205,4 +205,11 @@ struct counter_rng {
   }
 };
 
+/// The seed of the stochastic draws of a stored tensor's `generation`-th rewrite (storage/:
+/// low_tensor, split_tensor, low_block_tensor): a fresh stream per rewrite, the same one for the
+/// same (seed, generation).
+MINIFLOAT_HD constexpr std::uint64_t generation_seed(std::uint64_t seed, std::uint64_t generation) {
+  return detail::mix64(seed + detail::golden64 * (generation + 1));
+}
+
 }  // namespace minifloat

@@ -223,6 +223,10 @@ class packed_array {
   std::span<const std::uint32_t> words() const { return words_; }
   /// Writable words for the span kernels; keep the padding bits zero.
   std::span<std::uint32_t> words() { return words_; }
+  /// The words from field `first` on; `first` is a multiple of 32, where a word boundary falls
+  /// at any width (the chunked accessors of the stored tensors).
+  std::span<const std::uint32_t> words_from(std::size_t first) const { return words().subspan(word_of(first)); }
+  std::span<std::uint32_t> words_from(std::size_t first) { return words().subspan(word_of(first)); }
 
   std::uint32_t get(std::size_t i) const {
     check_index(i, "get");
@@ -259,6 +263,7 @@ class packed_array {
   friend bool operator==(const packed_array&, const packed_array&) = default;
 
  private:
+  std::size_t word_of(std::size_t first) const { return first / 32 * static_cast<std::size_t>(bits_); }
   void check_index(std::size_t i, const char* who) const {
     if (i >= size_)
       throw std::out_of_range(std::string("minifloat::storage::packed_array::") + who + ": index " + std::to_string(i) +

@@ -88,7 +88,7 @@ class low_block_tensor {
     const std::size_t first = block_start(start), end = block_end(start + out.size() - 1);
     std::vector<std::uint32_t> codes(end - first);
     if (first % 32 == 0)  // the fields from a word's start: the unpacking kernels
-      unpack(elements_.words().subspan(word_of(first)), elements_.bits(), codes.size(), codes);
+      unpack(elements_.words_from(first), elements_.bits(), codes.size(), codes);
     else
       for (std::size_t i = first; i < end; ++i) codes[i - first] = elements_.get(i);
     std::vector<float> values(end - first);
@@ -208,7 +208,7 @@ class low_block_tensor {
     std::vector<std::uint32_t> codes(x.size());
     block_options o;
     o.mode = mode_;
-    o.seed = minifloat::detail::mix64(seed_ + minifloat::detail::golden64 * (generation_ + 1));
+    o.seed = generation_seed(seed_, generation_);
     for_each_row_run(first, first + x.size(), [&](std::size_t run, std::size_t n, std::size_t block) {
       const block_layout one_row{1, n, 1};
       o.index = run;  // stochastic draws keyed by the element's index in the tensor
@@ -221,12 +221,10 @@ class low_block_tensor {
     std::size_t packed = 0;
     if (first % 32 == 0) {
       packed = first + codes.size() == size() ? codes.size() : codes.size() / 32 * 32;
-      pack(std::span<const std::uint32_t>(codes).first(packed), elements_.bits(), elements_.words().subspan(word_of(first)));
+      pack(std::span<const std::uint32_t>(codes).first(packed), elements_.bits(), elements_.words_from(first));
     }
     for (std::size_t i = packed; i < codes.size(); ++i) elements_.set(first + i, codes[i]);
   }
-  /// The word holding field `first` (a multiple of 32) at its start.
-  std::size_t word_of(std::size_t first) const { return first / 32 * static_cast<std::size_t>(elements_.bits()); }
 
   block_format fmt_;
   rounding mode_;

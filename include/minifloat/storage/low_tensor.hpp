@@ -67,13 +67,12 @@ class low_tensor {
   // a multiple of 32, and a stored range must end at a multiple of 32 or at the last weight.
   void load(std::size_t start, std::span<float> out) const {
     check_range(start, out.size(), out.size() == size() - start || out.size() % 32 == 0, "load");
-    decode_packed(words_from(start), out, fmt_);
+    decode_packed(codes_.words_from(start), out, fmt_);
   }
   void store(std::size_t start, std::span<const float> x) {
     check_range(start, x.size(), x.size() == size() - start || x.size() % 32 == 0, "store");
-    const rounding_options o{mode_, overflow::saturate, 0,
-                             minifloat::detail::mix64(seed_ + minifloat::detail::golden64 * (generation_ + 1)), start};
-    encode_packed(x, codes_.words().subspan(word_offset(start)), fmt_, o);
+    const rounding_options o{mode_, overflow::saturate, 0, generation_seed(seed_, generation_), start};
+    encode_packed(x, codes_.words_from(start), fmt_, o);
   }
   void next_generation() { ++generation_; }
   /// Whether store() accepts every float: false for an all_finite format, which has no code for
@@ -98,8 +97,6 @@ class low_tensor {
     detail::check_codes_fit(f, sign_storage::stored, "minifloat::storage::low_tensor");
     return code_bits(f, sign_storage::stored);
   }
-  std::size_t word_offset(std::size_t start) const { return start / 32 * static_cast<std::size_t>(codes_.bits()); }
-  std::span<const std::uint32_t> words_from(std::size_t start) const { return codes_.words().subspan(word_offset(start)); }
   void check_range(std::size_t start, std::size_t n, bool whole_words, const char* who) const {
     if (start % 32 != 0 || start > size() || n > size() - start || !whole_words)
       throw std::out_of_range(std::string("minifloat::storage::low_tensor::") + who + ": range [" +

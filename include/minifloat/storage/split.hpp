@@ -400,14 +400,12 @@ class split_tensor {
   /// out = restored weights [start, start + out.size()).
   void load(std::size_t start, std::span<float> out) const {
     check_range(start, out.size(), "load");
-    storage::reconstruct(visible_.words().subspan(word_offset(start, layout_.visible_bits())),
-                         extra_.words().subspan(word_offset(start, layout_.extra_bits)), layout_, out);
+    storage::reconstruct(visible_.words_from(start), extra_.words_from(start), layout_, out);
   }
   /// Splits x into weights [start, start + x.size()) in the current generation.
   void store(std::size_t start, std::span<const float> x) {
     check_store_range(start, x.size());
-    detail::split_into(plan_, x, start, visible_.words().subspan(word_offset(start, layout_.visible_bits())),
-                       extra_.words().subspan(word_offset(start, layout_.extra_bits)));
+    detail::split_into(plan_, x, start, visible_.words_from(start), extra_.words_from(start));
   }
   /// Whether store() accepts every float: false for an all_finite visible format, where NaN and
   /// ±Inf have no code (store() throws std::domain_error for them).
@@ -443,9 +441,8 @@ class split_tensor {
 
  private:
   static split_options draws(std::uint64_t seed, std::uint64_t generation) {
-    return {minifloat::detail::mix64(seed + minifloat::detail::golden64 * (generation + 1)), 0};
+    return {generation_seed(seed, generation), 0};
   }
-  static std::size_t word_offset(std::size_t start, int bits) { return start / 32 * static_cast<std::size_t>(bits); }
   void check_range(std::size_t start, std::size_t n, const char* who) const {
     if (start % 32 != 0 || start > size() || n > size() - start)
       throw std::out_of_range(std::string("minifloat::storage::split_tensor::") + who + ": range [" +
