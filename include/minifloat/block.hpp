@@ -301,10 +301,10 @@ template <class V, class Op>
   }
 }
 
-/// How the registers of a block are rounded: `checked` lets round_lanes (bulk.hpp) choose the
-/// core's path per register; `plain` and `finite` are the core's paths themselves, for blocks
-/// whose largest and smallest magnitudes show that every lane meets what the path assumes.
-enum class block_path : std::uint8_t { checked, plain, finite };
+/// The core's path for every register of a block in a group (block_kernel), chosen from the
+/// block's largest and smallest magnitudes, which show that every lane meets what the path
+/// assumes. Blocks on their own let round_lanes (bulk.hpp) choose per register instead.
+enum class block_path : std::uint8_t { plain, finite };
 
 // GCC inlines the lambdas below marked [[gnu::always_inline]] (measured: without it the code
 // differs); clang applies the attribute in that position to the lambda's type and warns that it
@@ -345,16 +345,13 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   // applies (bulk.hpp): MXFP4's scaled values lie mostly in e2m1's subnormal range, where the
   // core's finite path costs about twice as much.
   const bool float_add = use_float_add(p);
-  const float_add_plan<V> float_add_constants = float_add ? float_add_plan<V>(p) : float_add_plan<V>{};
-  const float_add_plan<V>* const fa = float_add ? &float_add_constants : nullptr;
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
   // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
   // scale s and hands each register to the sink.
-  const auto round_block = [&]<block_path How>(const float* values, std::size_t first, std::size_t stride,
-                                               std::size_t m, std::size_t block_index,
-                                               const block_scale& s) [[gnu::always_inline]] {
+  const auto round_block = [&](const float* values, std::size_t first, std::size_t stride, std::size_t m,
+                               std::size_t block_index, const block_scale& s) [[gnu::always_inline]] {
     const FV to = FV{} + s.to_element;
     const FV from = FV{} + s.from_element;
     // One register of the block; `Full` (a full register) makes loads and stores constant-size.
@@ -375,14 +372,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       std::memcpy(&y_bits, &y, sizeof y);
       if constexpr (Count && Divide)
         if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
-      V rounded;
-      if constexpr (How == block_path::plain) {
-        rounded = round_bits<Mode, lane_path::plain>(p, y_bits, random);  // nothing to count there
-      } else if constexpr (How == block_path::finite) {
-        rounded = round_finite_lanes<Mode, Count>(p, fa, y_bits, random, counts, valid);
-      } else {
-        rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid, float_add);
-      }
+      V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid, float_add);
       if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
       sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
     };
@@ -392,12 +382,12 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     sink.end_block(block_index, s.code);
   };
 
-  // The group path's own copies of the plan, the float-arithmetic constants and the sink: the
+  // The group path's own copies of the plan and the sink, and its float-arithmetic constants: the
   // one-block lambdas above are not always inlined, so what they capture counts as escaped, and
   // the byte stores of packed codes (storage/packed_block.hpp) then forced a reload of every
   // constant after each register.
   const rounding_plan<float> group_plan = p;
-  const float_add_plan<V> group_float_add = float_add_constants;
+  const float_add_plan<V> group_float_add = float_add ? float_add_plan<V>(p) : float_add_plan<V>{};
   const float_add_plan<V>* const group_fa = float_add ? &group_float_add : nullptr;
   Sink group_sink = sink;
 
@@ -467,7 +457,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       sink.nan_block(block_index, first, stride, m, s);
       return;
     }
-    round_block.template operator()<block_path::checked>(values, first, stride, m, block_index, s);
+    round_block(values, first, stride, m, block_index, s);
   };
 
   unsigned groups_without_look = 0;
