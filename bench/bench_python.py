@@ -11,12 +11,22 @@ Each repetition runs every item once, in a freshly shuffled order. Prints median
 the issue asks for, and the machine's load average before and after each rounding mode (threads
 of other processes take cores from the 2-thread rows). Usage:
   PYTHONPATH=build/release/python /usr/bin/python3 bench/bench_python.py [--reps 31] [--n 16777216]
-      [--format e4m3] [--rounding nearest_even,stochastic]
+      [--format e4m3] [--rounding nearest_even,stochastic] [--data normal|scaled]
+
+--thread-processes R measures thread scaling the way a training process sees it instead: torch's
+thread count fixed for a whole process (changing it between calls rebuilds torch's OpenMP pool,
+and later 2-thread calls were then slower than in a process that never changed it). R rounds,
+each starting one child process with 1 thread and one with 2, in alternating order; each child
+times torch's copy_ (the memory control at the same thread count) and minifloat.quantize,
+interleaved, and reports medians; the parent prints the medians over children.
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -44,6 +54,47 @@ def timed(f):
     return time.perf_counter() - t0
 
 
+def fixed_threads_child(args, fmt, x):
+    """One process, torch's thread count fixed: medians of copy_ and quantize, as JSON."""
+    torch.set_num_threads(args.child_threads)
+    out, copy_out = torch.empty_like(x), torch.empty_like(x)
+    result = {}
+    for rounding in args.rounding.split(","):
+        items = {"copy": lambda: copy_out.copy_(x),
+                 "quantize": lambda: mf.quantize(x, fmt, rounding, "saturate", out=out)}
+        for f in items.values():
+            f()  # untimed: first touch of the output, the pool's first parallel region
+        samples = {k: [] for k in items}
+        for _ in range(args.reps):
+            for key, f in items.items():
+                samples[key].append(timed(f))
+        result[rounding] = {k: statistics.median(v) for k, v in samples.items()}
+    print(json.dumps(result))
+
+
+def thread_processes(args):
+    """Alternating child processes with 1 and 2 threads; medians over children."""
+    medians = {}  # (rounding, item, threads) -> [child medians]
+    print("load average before: %.2f %.2f %.2f (2-thread rows need two idle cores)" % os.getloadavg())
+    for r in range(args.thread_processes):
+        for threads in ((1, 2) if r % 2 == 0 else (2, 1)):
+            command = [sys.executable, __file__, "--child-threads", str(threads), "--n", str(args.n),
+                       "--reps", str(args.reps), "--format", args.format, "--rounding", args.rounding,
+                       "--data", args.data]
+            child = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            for rounding, items in child.items():
+                for item, seconds in items.items():
+                    medians.setdefault((rounding, item, threads), []).append(seconds)
+    print("load average after:  %.2f %.2f %.2f" % os.getloadavg())
+    print(f"format {args.format}, data {args.data}, n = {args.n} float32; {args.thread_processes} rounds of one "
+          f"1-thread and one 2-thread process, {args.reps} interleaved repetitions each; medians over processes:")
+    for rounding in args.rounding.split(","):
+        m = {(item, t): statistics.median(medians[(rounding, item, t)]) for item in ("copy", "quantize") for t in (1, 2)}
+        print(f"  {rounding:13s} torch copy_ 1 thread {m['copy', 1] * 1e3:6.2f} ms, 2 threads {m['copy', 2] * 1e3:6.2f} ms "
+              f"({m['copy', 1] / m['copy', 2]:.2f}x);  minifloat.quantize 1 thread {m['quantize', 1] * 1e3:6.2f} ms, "
+              f"2 threads {m['quantize', 2] * 1e3:6.2f} ms ({m['quantize', 1] / m['quantize', 2]:.2f}x)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=16 * 1024 * 1024)
@@ -51,10 +102,20 @@ def main():
     parser.add_argument("--torch-reps", type=int, default=3)
     parser.add_argument("--format", default="e4m3")
     parser.add_argument("--rounding", default="nearest_even,stochastic")
+    parser.add_argument("--data", choices=("scaled", "normal"), default="scaled",
+                        help="scaled: N(0, 1) * 100 (the default); normal: N(0, 1)")
+    parser.add_argument("--thread-processes", type=int, default=0, metavar="R")
+    parser.add_argument("--child-threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     fmt = mf.parse_format(args.format)
     rng = np.random.default_rng(0)
-    x_np = rng.standard_normal(args.n, dtype=np.float32) * np.float32(100)
+    x_np = rng.standard_normal(args.n, dtype=np.float32)
+    if args.data == "scaled":
+        x_np *= np.float32(100)
+    if args.child_threads:
+        return fixed_threads_child(args, fmt, torch.from_numpy(x_np))
+    if args.thread_processes:
+        return thread_processes(args)
     x = torch.from_numpy(x_np)
     out = torch.empty_like(x)
     copy_out = np.empty_like(x_np)
