@@ -453,6 +453,18 @@ template <std::floating_point S, class V>
   using bits = typename src::bits;
   const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
   const bits plain_span2 = (p.threshold_bits << 1) - normal2;
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (sizeof(V) == 64 && sizeof(bits) == 4) {
+    // Compares into mask registers: the generic form below compiles to a vector of -1/0 that is
+    // turned back into a mask and tested again (3 more instructions per register).
+    __m512i t;
+    std::memcpy(&t, &twice, 64);
+    const __mmask16 off = _mm512_mask_cmpge_epu32_mask(
+        _mm512_test_epi32_mask(t, t), _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(normal2))),
+        _mm512_set1_epi32(static_cast<int>(plain_span2)));
+    return p.plain_path && off == 0;
+  }
+#endif
   return p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0));
 }
 
