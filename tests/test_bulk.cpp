@@ -568,3 +568,48 @@ TEST_CASE("bulk quantize to binary16 and bfloat16 gives the core's bits where ha
       }
   CHECK(spans == 12);
 }
+
+TEST_CASE("bulk counting finds underflows and overflows exactly at their boundaries", "[bulk][stats]") {
+  // The float-arithmetic and hardware paths count underflows from the input alone, against the
+  // first magnitude whose rounding is nonzero (bulk.hpp's first_nonzero_magnitude): inputs a few
+  // float ulps either side of every candidate boundary (half the smallest subnormal, the
+  // smallest subnormal, the smallest normal less half that, the smallest normal) and of the
+  // overflow threshold, both signs, with and without subnormals and flushing.
+  std::size_t spans = 0;
+  for (mf::format f : {mf::binary16, mf::bfloat16, mf::e4m3, mf::e5m2, mf::fp_4_3_4}) {
+    for (const bool subnormals : {true, false}) {
+      f.subnormals = subnormals;
+      const double q = f.min_subnormal();
+      std::vector<float> in;
+      for (const double edge : {q / 2, q, f.min_normal() - q / 2, f.min_normal(), f.overflow_threshold()}) {
+        const auto e = static_cast<float>(edge);
+        if (!std::isfinite(e) || static_cast<double>(e) != edge) continue;  // not a float
+        for (int d = -3; d <= 3; ++d) {
+          const float x = std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int64_t>(to_bits(e)) + d));
+          in.push_back(x);
+          in.push_back(-x);
+        }
+      }
+      while (in.size() % 16 != 0) in.push_back(1.0f);
+      for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero})
+        for (const auto pol : kPolicies)
+          for (const auto flush : {mf::flush_mode::after_rounding, mf::flush_mode::onto_values}) {
+            const mf::rounding_options o{mode, pol, 0, 0, 0, flush};
+            std::vector<float> want(in.size()), got(in.size());
+            mf::rounding_stats want_stats, st;
+            for (std::size_t i = 0; i < in.size(); ++i) want[i] = mf::round(in[i], f, o, want_stats);
+            mf::quantize(std::span<const float>(in), std::span<float>(got), f, o, st);
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < in.size(); ++i) bad += to_bits(got[i]) != to_bits(want[i]);
+            INFO(mf::to_string(f) << " mode " << static_cast<int>(mode) << " policy " << static_cast<int>(pol)
+                                  << " flush " << static_cast<int>(flush) << " stats " << describe(st) << " expected "
+                                  << describe(want_stats));
+            CHECK(bad == 0);
+            CHECK(st == want_stats);
+            CHECK(want_stats.underflows > 0);
+            ++spans;
+          }
+    }
+  }
+  CHECK(spans == 5 * 2 * 3 * 2 * 2);
+}
