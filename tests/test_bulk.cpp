@@ -484,3 +484,132 @@ TEST_CASE("bulk quantize agrees bit for bit with scalar round on both benchmark 
   bulk_matches_scalar_on_benchmark_data<float>();
   bulk_matches_scalar_on_benchmark_data<double>();
 }
+
+namespace {
+
+/// One lane that sends a register of binary16 / bfloat16 values off the hardware conversion
+/// (bulk.hpp's hardware_form) or that the conversion handles differently from the core unless
+/// corrected: NaN payloads (the hardware truncates them), Inf, finite overflows (Inf in the
+/// hardware, max under saturate), float subnormals (vcvtneps2bf16 flushes them), values whose
+/// roundings are subnormals, ties, signed zeros.
+float odd_lane(const mf::format& f, std::size_t kind, std::mt19937_64& rng) {
+  const float sign = (rng() & 1) ? -1.0f : 1.0f;
+  const auto threshold = static_cast<float>(f.overflow_threshold());
+  switch (kind % 12) {
+    case 0: return std::bit_cast<float>(0x7f800000U | static_cast<std::uint32_t>(rng() % 0x7fffffU + 1)) * sign;
+    case 1: return sign * std::numeric_limits<float>::infinity();
+    case 2: return sign * threshold;                                       // the first value that overflows
+    case 3: return sign * std::nextafter(threshold, 0.0f);                 // the last that does not
+    case 4: return sign * std::numeric_limits<float>::max();
+    case 5: return sign * std::numeric_limits<float>::denorm_min() * static_cast<float>(rng() % 100000 + 1);
+    case 6: return sign * static_cast<float>(f.min_subnormal() * std::ldexp(static_cast<double>(rng() % 4096), -9));
+    case 7: return sign * static_cast<float>(std::ldexp(1.0, f.emin()));   // the smallest normal
+    case 8: return sign * 0.0f;
+    case 9: {  // a tie between two of the format's values
+      const double j = static_cast<double>(rng() % (std::uint64_t{1} << f.mantissa_bits));
+      return sign * static_cast<float>(std::ldexp(1.0 + (j + 0.5) * std::ldexp(1.0, -f.mantissa_bits), static_cast<int>(rng() % 8)));
+    }
+    case 10: return sign * std::nextafter(static_cast<float>(std::ldexp(1.0, f.emin())), 0.0f);
+    default: return sign * static_cast<float>(f.max_finite());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bulk quantize to binary16 and bfloat16 gives the core's bits where hardware conversions serve it",
+          "[bulk][quantize][hardware]") {
+  // Registers of 16 ordinary values, each with 0, 1 or 3 lanes from odd_lane: whole registers
+  // take F16C (binary16 nearest-even and toward-zero) or vcvtneps2bf16 (bfloat16 nearest-even)
+  // where the compiler enables them; the odd lanes check the fall-back to the core and the
+  // saturating correction. The other modes and the lengths that leave a tail go through the
+  // same kernel and must agree as well.
+  std::mt19937_64 rng(1612);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-30, 20);
+  const std::size_t n = (kSanitize ? 64 : 1024) * 16 + 5;
+  std::size_t spans = 0;
+  for (const mf::format& f : {mf::binary16, mf::bfloat16})
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::toward_zero, mf::rounding::nearest_away})
+      for (const auto pol : kPolicies) {
+        std::vector<float> in(n);
+        for (std::size_t i = 0; i < n; ++i) in[i] = std::ldexp(normal(rng), exponent(rng));
+        for (std::size_t reg = 0; reg * 16 < n; ++reg) {
+          const std::size_t odd = reg % 4 == 0 ? 0 : reg % 4 == 3 ? 3 : 1;
+          for (std::size_t k = 0; k < odd; ++k)
+            in[std::min(n - 1, reg * 16 + rng() % 16)] = odd_lane(f, reg / 4 + k, rng);
+        }
+        const mf::rounding_options o{mode, pol};
+        std::vector<float> want(n);
+        mf::rounding_stats want_stats;
+        for (std::size_t i = 0; i < n; ++i) want[i] = mf::round(in[i], f, o, want_stats);
+        std::vector<float> got(n), counted(n);
+        mf::rounding_stats st;
+        mf::quantize(std::span<const float>(in), std::span<float>(got), f, o);
+        mf::quantize(std::span<const float>(in), std::span<float>(counted), f, o, st);
+        std::size_t bad = 0, bad_counted = 0;
+        std::string first;
+        for (std::size_t i = 0; i < n; ++i) {
+          bad_counted += to_bits(counted[i]) != to_bits(want[i]);
+          if (to_bits(got[i]) != to_bits(want[i]) && bad++ < 5) {
+            std::ostringstream s;
+            s << std::hex << "\n  input 0x" << to_bits(in[i]) << ": bulk 0x" << to_bits(got[i]) << ", core 0x"
+              << to_bits(want[i]);
+            first += s.str();
+          }
+        }
+        INFO(mf::to_string(f) << " mode " << static_cast<int>(mode) << " policy " << static_cast<int>(pol) << first);
+        CHECK(bad == 0);
+        CHECK(bad_counted == 0);
+        INFO("stats " << describe(st) << " expected " << describe(want_stats));
+        CHECK(st == want_stats);
+        CHECK(want_stats.nans > 0);
+        CHECK(want_stats.overflows > want_stats.nans + want_stats.infinities);  // finite overflows too
+        ++spans;
+      }
+  CHECK(spans == 12);
+}
+
+TEST_CASE("bulk counting finds underflows and overflows exactly at their boundaries", "[bulk][stats]") {
+  // The float-arithmetic and hardware paths count underflows from the input alone, against the
+  // first magnitude whose rounding is nonzero (bulk.hpp's first_nonzero_magnitude): inputs a few
+  // float ulps either side of every candidate boundary (half the smallest subnormal, the
+  // smallest subnormal, the smallest normal less half that, the smallest normal) and of the
+  // overflow threshold, both signs, with and without subnormals and flushing.
+  std::size_t spans = 0;
+  for (mf::format f : {mf::binary16, mf::bfloat16, mf::e4m3, mf::e5m2, mf::fp_4_3_4}) {
+    for (const bool subnormals : {true, false}) {
+      f.subnormals = subnormals;
+      const double q = f.min_subnormal();
+      std::vector<float> in;
+      for (const double edge : {q / 2, q, f.min_normal() - q / 2, f.min_normal(), f.overflow_threshold()}) {
+        const auto e = static_cast<float>(edge);
+        if (!std::isfinite(e) || static_cast<double>(e) != edge) continue;  // not a float
+        for (int d = -3; d <= 3; ++d) {
+          const float x = std::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::int64_t>(to_bits(e)) + d));
+          in.push_back(x);
+          in.push_back(-x);
+        }
+      }
+      while (in.size() % 16 != 0) in.push_back(1.0f);
+      for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero})
+        for (const auto pol : kPolicies)
+          for (const auto flush : {mf::flush_mode::after_rounding, mf::flush_mode::onto_values}) {
+            const mf::rounding_options o{mode, pol, 0, 0, 0, flush};
+            std::vector<float> want(in.size()), got(in.size());
+            mf::rounding_stats want_stats, st;
+            for (std::size_t i = 0; i < in.size(); ++i) want[i] = mf::round(in[i], f, o, want_stats);
+            mf::quantize(std::span<const float>(in), std::span<float>(got), f, o, st);
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < in.size(); ++i) bad += to_bits(got[i]) != to_bits(want[i]);
+            INFO(mf::to_string(f) << " mode " << static_cast<int>(mode) << " policy " << static_cast<int>(pol)
+                                  << " flush " << static_cast<int>(flush) << " stats " << describe(st) << " expected "
+                                  << describe(want_stats));
+            CHECK(bad == 0);
+            CHECK(st == want_stats);
+            CHECK(want_stats.underflows > 0);
+            ++spans;
+          }
+    }
+  }
+  CHECK(spans == 5 * 2 * 3 * 2 * 2);
+}

@@ -132,6 +132,13 @@ struct lane_random {
 template <class V>
 struct lane_counts {
   V overflows{}, underflows{}, nans{}, infinities{};
+  /// The finite AVX-512 form counts in general registers instead, from popcounts of its compare
+  /// masks: the vector units are the loop's bottleneck, the scalar ones mostly idle.
+  std::uint64_t mask_overflows = 0, mask_underflows = 0;
+  /// When nonzero (a plan of first_nonzero_magnitude): the smallest input magnitude, as bits,
+  /// whose result is nonzero, so the finite AVX-512 form counts underflows from the input alone
+  /// with one compare.
+  std::uint32_t first_nonzero = 0;
   /// Counts a register that took the full core; without NaN/Inf lanes (`Finite`) only
   /// overflows and underflows can occur.
   template <bool Finite, std::floating_point S>
@@ -142,23 +149,22 @@ struct lane_counts {
     if constexpr (Finite && sizeof(V) == 64 && std::same_as<S, float>) {
       // Compares into mask registers and masked adds: 5 instructions where the generic form
       // below compiles to 8 (each compare widened to a vector of -1/0 and tested again).
-      __m512i av, rv, vv, over, under;
+      __m512i av, rv, vv;
       std::memcpy(&av, &a, 64);
       std::memcpy(&rv, &result, 64);
       std::memcpy(&vv, &valid, 64);
-      std::memcpy(&over, &overflows, 64);
-      std::memcpy(&under, &underflows, 64);
-      const __m512i one = _mm512_set1_epi32(1);
       const __mmask16 lanes = _mm512_test_epi32_mask(vv, vv);
-      over = _mm512_mask_add_epi32(
-          over, _mm512_mask_cmpge_epu32_mask(lanes, av, _mm512_set1_epi32(static_cast<int>(p.threshold_bits))), over,
-          one);
-      // nonzero input, zero magnitude out
-      const __mmask16 zeroed = _mm512_mask_testn_epi32_mask(_mm512_mask_test_epi32_mask(lanes, av, av), rv,
-                                                            _mm512_set1_epi32(0x7fffffff));
-      under = _mm512_mask_add_epi32(under, zeroed, under, one);
-      std::memcpy(&overflows, &over, 64);
-      std::memcpy(&underflows, &under, 64);
+      const __mmask16 over =
+          _mm512_mask_cmpge_epu32_mask(lanes, av, _mm512_set1_epi32(static_cast<int>(p.threshold_bits)));
+      // nonzero input, zero magnitude out: 1 <= |x| < first_nonzero when that is known
+      const __mmask16 zeroed =
+          first_nonzero != 0
+              ? _mm512_mask_cmplt_epu32_mask(lanes, _mm512_sub_epi32(av, _mm512_set1_epi32(1)),
+                                             _mm512_set1_epi32(static_cast<int>(first_nonzero - 1)))
+              : _mm512_mask_testn_epi32_mask(_mm512_mask_test_epi32_mask(lanes, av, av), rv,
+                                             _mm512_set1_epi32(0x7fffffff));
+      mask_overflows += static_cast<unsigned>(std::popcount(static_cast<unsigned>(over)));
+      mask_underflows += static_cast<unsigned>(std::popcount(static_cast<unsigned>(zeroed)));
       return;
     }
 #endif
@@ -172,10 +178,18 @@ struct lane_counts {
       infinities -= (a == src::inf_bits) & valid;
     }
   }
+  void merge(const lane_counts& o) {
+    overflows += o.overflows;
+    underflows += o.underflows;
+    nans += o.nans;
+    infinities += o.infinities;
+    mask_overflows += o.mask_overflows;
+    mask_underflows += o.mask_underflows;
+  }
   void flush(rounding_stats& st, std::uint64_t values) const {
     st.values += values;
-    st.overflows += sum_lanes(overflows);
-    st.underflows += sum_lanes(underflows);
+    st.overflows += sum_lanes(overflows) + mask_overflows;
+    st.underflows += sum_lanes(underflows) + mask_underflows;
     st.nans += sum_lanes(nans);
     st.infinities += sum_lanes(infinities);
   }
@@ -186,9 +200,8 @@ struct lane_counts {
 /// 2^k (the format's spacing there, 2^(emin - m) below the smallest normal) by (x + C) - C with
 /// C = 1.5 * 2^(k + 23), whose float ulp is exactly 2^k, so the addition performs the rounding
 /// (the embedded rounding mode picks nearest-even or toward-zero, whatever MXCSR says) and the
-/// subtraction is exact. Ties go to even because C / 2^k is even. nearest_away truncates and
-/// then adds a step where the exact remainder x - trunc(x) is at least half a step. The binade is clamped to one
-/// above the format's largest, where every result is beyond max and becomes the overflow result,
+/// subtraction is exact. Ties go to even because C / 2^k is even. nearest_away truncates
+/// x + 2^(k-1) (see below). The binade is clamped to one above the format's largest, where every result is beyond max and becomes the overflow result,
 /// exactly as in round_bits. Source subnormals round to zero either way: the format's half step
 /// is at least 2^-126 (float_add_applies), so whether DAZ zeroes them first does not matter,
 /// and no nonzero result is a float subnormal, so FTZ does not either. Callers guarantee finite
@@ -196,6 +209,12 @@ struct lane_counts {
 /// core on both benchmark data sets, specials and subnormals sprinkled in).
 template <class V>
 constexpr bool float_add_form = false;
+
+/// What float_add_rounding knows of its plan at compile time: nothing (`any`: the plan's flags are
+/// tested per register), or that it neither flushes nor has an unsigned zero and that it
+/// saturates or not. The kernels pick the shape once per call: the two common shapes then have
+/// no flag tests, branches or register copies in their loops.
+enum class float_add_shape { any, saturating, to_overflow_result };
 
 /// float_add_rounding's constants as registers, derived from the plan once per kernel call. The
 /// block kernels keep the plan in memory, and rebuilding these from its fields (loads, shifts
@@ -230,9 +249,12 @@ inline bool float_add_applies(const rounding_plan<float>& p) {
          p.subnormal_drop == 0 && !p.positive_only;
 }
 
-template <rounding Mode>
+template <rounding Mode, float_add_shape Shape = float_add_shape::any>
 [[gnu::always_inline]] inline simd_t<std::uint32_t> float_add_rounding(const float_add_plan<simd_t<std::uint32_t>>& k,
                                                                        simd_t<std::uint32_t> u) {
+  constexpr bool known = Shape != float_add_shape::any;
+  const bool flush = !known && k.flush, unsigned_zero = !known && k.unsigned_zero;
+  const bool saturates = known ? Shape == float_add_shape::saturating : k.saturates;
   using V = simd_t<std::uint32_t>;
   constexpr int embedded = (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) |
                            _MM_FROUND_NO_EXC;
@@ -245,33 +267,123 @@ template <rounding Mode>
   __m512 x, cf;
   std::memcpy(&x, &a, 64);
   std::memcpy(&cf, &c, 64);
+  if constexpr (Mode == rounding::nearest_away) {
+    // Nearest-away is truncation of x + 2^(k-1) (half a step): added toward zero in float first,
+    // which truncates to x + 2^(k-1)'s own float ulp, at most 2^k there (two dropped bits, and
+    // one binade higher at most), so the truncation below still sees the exact sum's multiple
+    // of 2^k. A sum that reaches the next binade is exactly its first value, which x rounds to.
+    // A float subnormal x (zeroed or not by DAZ) gives 2^(k-1) or a little more, which
+    // truncates to 0 as it should; 2^(k-1) >= 2^-126 is never subnormal.
+    const V half_bits = c - ((24U << 23) | 0x400000U);  // 2^(k-1)
+    __m512 half;
+    std::memcpy(&half, &half_bits, 64);
+    x = _mm512_maskz_add_round_ps(all_lanes16, x, half, embedded);
+  }
   // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
   // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
   const __m512 sum = _mm512_maskz_add_round_ps(all_lanes16, x, cf, embedded);
-  __m512 rounded = _mm512_maskz_sub_round_ps(all_lanes16, sum, cf, embedded);
-  if constexpr (Mode == rounding::nearest_away) {
-    // Truncated above; a remainder of at least half a step goes up one step. The remainder and
-    // the sum are exact; half a step is at least 2^-126, so a remainder FTZ/DAZ would touch
-    // (below 2^-126) stays below it either way.
-    const V step_bits = c - ((23U << 23) | 0x400000U);  // 2^k
-    const V half_bits = step_bits - (1U << 23);         // 2^(k-1)
-    __m512 step, half;
-    std::memcpy(&step, &step_bits, 64);
-    std::memcpy(&half, &half_bits, 64);
-    const __m512 remainder = _mm512_maskz_sub_ps(all_lanes16, x, rounded);
-    rounded = _mm512_mask_add_ps(rounded, _mm512_cmp_ps_mask(remainder, half, _CMP_GE_OQ), rounded, step);
-  }
+  const __m512 rounded = _mm512_maskz_sub_round_ps(all_lanes16, sum, cf, embedded);
   V result;
   std::memcpy(&result, &rounded, 64);
   // The core's last steps (round_bits), on the same plan fields.
-  if (k.flush) result = select(result < k.flush_below, k.underflow, result);
+  if (flush) result = select(result < k.flush_below, k.underflow, result);
   // Saturating, the overflow step is a minimum of magnitudes' bit patterns (which order like the
   // magnitudes): one operation instead of a compare and a blend.
-  result = k.saturates ? lane_min(result, k.max_bits) : select(result > k.max_bits, k.overflow, result);
-  if (k.unsigned_zero) return result | select(result == zero, zero, sign);
+  result = saturates ? lane_min(result, k.max_bits) : select(result > k.max_bits, k.overflow, result);
+  if (unsigned_zero) return result | select(result == zero, zero, sign);
   return result | sign;
 }
 #endif
+
+/// A hardware conversion that rounds a plan's registers to the core's bits, chosen once per
+/// kernel call: F16C's vcvtps2ph (embedded nearest-even or toward-zero) and vcvtph2ps for
+/// binary16, AVX512-BF16's vcvtneps2bf16 (nearest-even only) for bfloat16. These are the
+/// hardware's rounding, not a copy of the core's bit logic, and they serve only the registers
+/// where they agree with the core (hardware_register): for binary16 every finite register
+/// (float subnormal inputs round to ±0 whether or not DAZ zeroes them first, the format's
+/// subnormal results are exact, and F16C ignores MXCSR's rounding field with an embedded mode);
+/// for bfloat16 registers whose lanes are zero or normal floats below Inf (vcvtneps2bf16 flushes
+/// float subnormal inputs, whose bfloat16 roundings are subnormals, and ignores MXCSR; a normal
+/// input never rounds to a subnormal). NaN lanes take the core (it keeps the whole payload,
+/// the hardware truncates it), as do Inf lanes (the core's result depends on the policy). A
+/// finite lane that overflows becomes Inf in the hardware and the plan's overflow result in the
+/// core: max under saturate (restored by one vrangeps, the minimum of magnitudes with the
+/// lane's sign), Inf otherwise; toward zero F16C stops at max as the core does.
+/// tests/test_bulk.cpp checks these registers against the scalar core, fall-back lanes
+/// included; the exhaustive tests compare every float with F16C / AVX512-BF16 themselves.
+enum class hardware_form { none, f16c, bf16 };
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__F16C__) && !defined(__CUDA_ARCH__)
+template <rounding Mode>
+inline hardware_form hardware_form_for(const rounding_plan<float>& p) {
+  if ((Mode == rounding::nearest_even || Mode == rounding::toward_zero) && p.fmt == binary16) return hardware_form::f16c;
+#if defined(__AVX512BF16__)
+  if (Mode == rounding::nearest_even && p.fmt == bfloat16) return hardware_form::bf16;
+#endif
+  return hardware_form::none;
+}
+
+/// True when the register (given as u << 1) must take the core rather than the hardware form H.
+template <hardware_form H>
+[[gnu::always_inline]] inline bool hardware_misses(simd_t<std::uint32_t> twice) {
+  constexpr std::uint32_t inf2 = 0x7f800000U << 1;
+  if constexpr (H == hardware_form::f16c) return any_lane_at_least(twice, inf2);
+  // bf16: a lane that is not zero and not in [smallest normal, Inf).
+  constexpr std::uint32_t normal2 = 0x00800000U << 1;
+  __m512i t;
+  std::memcpy(&t, &twice, 64);
+  const __mmask16 nonzero = _mm512_test_epi32_mask(t, t);
+  return _mm512_mask_cmpge_epu32_mask(nonzero, _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(normal2))),
+                                      _mm512_set1_epi32(static_cast<int>(inf2 - normal2))) != 0;
+}
+
+/// The hardware form's result for a register that hardware_misses let through; `max` is the
+/// format's largest value, applied where the plan saturates.
+template <rounding Mode, hardware_form H>
+[[gnu::always_inline]] inline simd_t<std::uint32_t> hardware_rounding(simd_t<std::uint32_t> u, bool saturates,
+                                                                      __m512 max) {
+  __m512 x, y;
+  std::memcpy(&x, &u, 64);
+  if constexpr (H == hardware_form::f16c) {
+    constexpr int embedded =
+        (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) | _MM_FROUND_NO_EXC;
+    // The zero-masked forms with a full mask, for GCC 12 (see float_add_rounding).
+    y = _mm512_maskz_cvtph_ps(all_lanes16, _mm512_maskz_cvtps_ph(all_lanes16, x, embedded));
+  } else {
+#if defined(__AVX512BF16__)
+    const __m256bh h = _mm512_cvtneps_pbh(x);
+    __m256i narrow;
+    std::memcpy(&narrow, &h, sizeof narrow);
+    y = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all_lanes16, _mm512_maskz_cvtepu16_epi32(all_lanes16, narrow), 16));
+#else
+    static_assert(H != hardware_form::bf16, "vcvtneps2bf16 needs AVX512-BF16");
+#endif
+  }
+  // imm 0b0010: the smaller magnitude, with the sign of the first operand.
+  if (Mode != rounding::toward_zero && saturates) y = _mm512_maskz_range_ps(all_lanes16, y, max, 0b0010);
+  simd_t<std::uint32_t> result;
+  std::memcpy(&result, &y, 64);
+  return result;
+}
+#endif
+
+/// For nearest-even, nearest-away and toward-zero from float: the smallest input magnitude (as
+/// bits) that p rounds to a nonzero value, or 0 when the candidates below miss it. These modes
+/// round magnitudes monotonically, so a candidate c is that boundary exactly when the core rounds
+/// c to nonzero and c's predecessor to zero; the candidates are the smallest nonzero result v
+/// (the smallest subnormal, or the smallest normal when results are flushed), v less half the
+/// subnormal spacing, and its successor (ties), which covers every plan of these modes.
+template <rounding Mode>
+std::uint32_t first_nonzero_magnitude(const rounding_plan<float>& p) {
+  static_assert(Mode == rounding::nearest_even || Mode == rounding::nearest_away || Mode == rounding::toward_zero);
+  const auto nonzero = [&](std::uint32_t a) { return (round_bits<Mode, lane_path::any>(p, a, 0U) & 0x7fffffffU) != 0; };
+  const std::uint32_t v = p.flush_below_bits != 0 ? p.flush_below_bits : p.denorm_min_bits;
+  const float half_spacing = std::bit_cast<float>(p.denorm_min_bits) / 2;
+  const std::uint32_t below = std::bit_cast<std::uint32_t>(std::bit_cast<float>(v) - half_spacing);
+  for (const std::uint32_t c : {v, below, below + 1})
+    if (c > 1 && nonzero(c) && !nonzero(c - 1)) return c;
+  return 0;
+}
 
 /// True when S and V have stochastic_split_rounding (float, 64-byte registers, AVX-512).
 template <std::floating_point S, class V>
@@ -341,6 +453,18 @@ template <std::floating_point S, class V>
   using bits = typename src::bits;
   const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
   const bits plain_span2 = (p.threshold_bits << 1) - normal2;
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  if constexpr (sizeof(V) == 64 && sizeof(bits) == 4) {
+    // Compares into mask registers: the generic form below compiles to a vector of -1/0 that is
+    // turned back into a mask and tested again (3 more instructions per register).
+    __m512i t;
+    std::memcpy(&t, &twice, 64);
+    const __mmask16 off = _mm512_mask_cmpge_epu32_mask(
+        _mm512_test_epi32_mask(t, t), _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(normal2))),
+        _mm512_set1_epi32(static_cast<int>(plain_span2)));
+    return p.plain_path && off == 0;
+  }
+#endif
   return p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0));
 }
 
@@ -354,7 +478,7 @@ inline constexpr bool has_float_add =
 /// when `fa` is given (the caller checked float_add_applies(p) once per kernel) and the mode has
 /// it, else by the core's finite path. Both give the same bits; the block kernels (block.hpp)
 /// call this for blocks whose extremes rule out the single-binade shortcut.
-template <rounding Mode, bool Count, std::floating_point S, class V>
+template <rounding Mode, bool Count, float_add_shape Shape = float_add_shape::any, std::floating_point S, class V>
 [[gnu::always_inline]] inline V round_finite_lanes(const rounding_plan<S>& p,
                                                    [[maybe_unused]] const std::type_identity_t<float_add_plan<V>>* fa,
                                                    V u, V random, [[maybe_unused]] lane_counts<V>& counts,
@@ -362,7 +486,7 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
   if constexpr (has_float_add<Mode, S, V>) {
     if (fa != nullptr) {
-      const V result = float_add_rounding<Mode>(*fa, u);
+      const V result = float_add_rounding<Mode, Shape>(*fa, u);
       if constexpr (Count) counts.template add<true>(p, u, result, valid);
       return result;
     }
@@ -377,9 +501,10 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
 /// shortcut, the full core without NaN/Inf handling (or its float-arithmetic form, when
 /// `float_add` = use_float_add(p), decided once per kernel), or the full core. FloatAddFirst (only
 /// with has_float_add and float_add) skips the single-binade test and sends every finite
-/// register to the float-arithmetic form: the kernels pick it while most registers miss the
-/// single-binade path (wide data), where the test itself is the cost.
-template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_point S, class V>
+/// register to the float-arithmetic form (float_add_run: quantize from float with AVX-512 for
+/// these modes, whatever the data); the block kernels and the other modes keep the test.
+template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape Shape = float_add_shape::any,
+          std::floating_point S, class V>
 [[gnu::always_inline]] inline V round_lanes(const rounding_plan<S>& p, V u, V random,
                                             [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
                                             [[maybe_unused]] bool float_add = false) {
@@ -408,7 +533,7 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, std::floating_p
   if constexpr (has_float_add<Mode, S, V>) {
     if (FloatAddFirst || float_add) {
       const float_add_plan<V> fa(p);
-      return round_finite_lanes<Mode, Count>(p, &fa, u, random, counts, valid);
+      return round_finite_lanes<Mode, Count, Shape>(p, &fa, u, random, counts, valid);
     }
   }
   return round_finite_lanes<Mode, Count>(p, nullptr, u, random, counts, valid);
@@ -425,31 +550,70 @@ inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
   return false;
 }
 
-/// Rounds registers of `in` from element i on, all by the float-arithmetic form (FloatAddFirst),
-/// until the end or until a tested register (every 64th) is plain; returns the index after the
-/// last register done. A function of its own, never inlined, with counters of its own: inside
+/// Rounds every whole register of `in` from element i on by the float-arithmetic form
+/// (FloatAddFirst: no single-binade test, which costs more than it saves where registers mix, as
+/// e4m3's do on N(0,1) data, and mispredicts there); returns the index after the last whole
+/// register. A function of its own, never inlined, with counters of its own: inside
 /// quantize_lanes the counters lived on the stack (a load and a store per counter and register),
-/// which made counting on wide data cost +75 %.
+/// which made counting on wide data cost +75 %. The plan's shape (float_add_shape) is decided
+/// here once.
 template <rounding Mode, bool Count, std::floating_point S, class V>
 [[gnu::noinline]] std::size_t float_add_run(const rounding_plan<S>& plan, const S* in, S* out, std::size_t i,
                                             std::size_t n, lane_counts<V>& counts) {
   constexpr std::size_t lanes = sizeof(V) / sizeof(S);
   const rounding_plan<S> p = plan;  // a local copy: stores to out cannot alias it
   lane_counts<V> local;
-  for (unsigned done = 1; i + lanes <= n; ++done) {
-    const V u = load_lanes<V>(in + i);
-    store_lanes(out + i, round_lanes<Mode, Count, true>(p, u, V{}, local, ~V{}, true));
-    i += lanes;
-    if (done % 64 == 0 && plain_register(p, u << 1)) break;
-  }
-  if constexpr (Count) {
-    counts.overflows += local.overflows;
-    counts.underflows += local.underflows;
-    counts.nans += local.nans;
-    counts.infinities += local.infinities;
-  }
+  if constexpr (Count) local.first_nonzero = first_nonzero_magnitude<Mode>(p);
+  const auto run = [&]<float_add_shape Shape>() {
+    for (; i + lanes <= n; i += lanes)
+      store_lanes(out + i, round_lanes<Mode, Count, true, Shape>(p, load_lanes<V>(in + i), V{}, local, ~V{}, true));
+  };
+  if (p.flush_below_bits != 0 || p.unsigned_zero) run.template operator()<float_add_shape::any>();
+  else if (p.overflow_bits == p.max_bits) run.template operator()<float_add_shape::saturating>();
+  else run.template operator()<float_add_shape::to_overflow_result>();
+  if constexpr (Count) counts.merge(local);
   return i;
 }
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__F16C__) && !defined(__CUDA_ARCH__)
+/// Rounds every whole register of `in` by the hardware form H where hardware_misses allows it,
+/// by round_lanes otherwise; returns the index after the last whole register. Never inlined,
+/// with counters of its own, for the reason given at float_add_run.
+template <rounding Mode, bool Count, hardware_form H>
+[[gnu::noinline]] std::size_t hardware_run(const rounding_plan<float>& plan, const float* in, float* out,
+                                           std::size_t n, lane_counts<simd_t<std::uint32_t>>& counts) {
+  using V = simd_t<std::uint32_t>;
+  constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
+  const rounding_plan<float> p = plan;  // a local copy: stores to out cannot alias it
+  const bool float_add = use_float_add(p);
+  const bool saturates = p.overflow_bits == p.max_bits;
+  const __m512 max = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(p.max_bits)));
+  lane_counts<V> local;
+  if constexpr (Count) local.first_nonzero = first_nonzero_magnitude<Mode>(p);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const V u = load_lanes<V>(in + i);
+    if (hardware_misses<H>(u << 1)) {
+      store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, local, ~V{}, float_add));
+      continue;
+    }
+    const V result = hardware_rounding<Mode, H>(u, saturates, max);
+    if constexpr (Count && H == hardware_form::bf16) {
+      // Every lane is zero or a normal float, which rounds to a nonzero value: nothing underflows.
+      __m512i a;
+      std::memcpy(&a, &u, 64);
+      a = _mm512_and_si512(a, _mm512_set1_epi32(0x7fffffff));
+      local.mask_overflows += static_cast<unsigned>(std::popcount(static_cast<unsigned>(
+          _mm512_cmpge_epu32_mask(a, _mm512_set1_epi32(static_cast<int>(p.threshold_bits))))));
+    } else if constexpr (Count) {
+      local.template add<true>(p, u, result, ~V{});
+    }
+    store_lanes(out + i, result);
+  }
+  if constexpr (Count) counts.merge(local);
+  return i;
+}
+#endif
 
 // The SIMD kernels below are host code. In a CUDA translation unit nvcc's device pass
 // (__CUDA_ARCH__) still instantiates host templates that host functions use, and its compiler
@@ -466,24 +630,21 @@ template <rounding Mode, bool Count, std::floating_point S>
   lane_counts<V> counts;
   const bool float_add = use_float_add(p);
   std::size_t i = 0;
-  if constexpr (has_float_add<Mode, S, V>) {
-    // Which test goes first only changes speed, never bits: after 8 registers in a row miss the
-    // single-binade path, registers go straight to the float-arithmetic form (float_add_run);
-    // every 64th of those is tested again, and a plain one switches back.
-    if (float_add) {
-      unsigned misses = 0;
-      while (i + lanes <= n) {
-        if (misses >= 8) {
-          i = float_add_run<Mode, Count>(p, in, out, i, n, counts);
-          misses = 0;
-          continue;
-        }
-        const V u = load_lanes<V>(in + i);
-        misses = plain_register(p, u << 1) ? 0 : misses + 1;
-        store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, counts, ~V{}, true));
-        i += lanes;
-      }
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__F16C__)
+  if constexpr (std::same_as<S, float> && sizeof(V) == 64 &&
+                (Mode == rounding::nearest_even || Mode == rounding::toward_zero)) {
+    switch (hardware_form_for<Mode>(p)) {
+      case hardware_form::f16c: i = hardware_run<Mode, Count, hardware_form::f16c>(p, in, out, n, counts); break;
+#if defined(__AVX512BF16__)
+      case hardware_form::bf16: i = hardware_run<Mode, Count, hardware_form::bf16>(p, in, out, n, counts); break;
+#endif
+      default: break;
     }
+  }
+#endif
+  if constexpr (has_float_add<Mode, S, V>) {
+    // Which path a register takes only changes speed, never bits.
+    if (float_add) i = float_add_run<Mode, Count>(p, in, out, i, n, counts);
   }
   for (; i + lanes <= n; i += lanes) {
     const V u = load_lanes<V>(in + i);
