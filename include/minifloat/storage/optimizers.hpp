@@ -415,10 +415,10 @@ void check_storable(const W& t, Dry dry, const char* who) {
   }
 }
 
-/// Weights per tile of a one-pass step over byte-wide split fields: restored into a few registers'
-/// worth of floats, updated and split again before the next tile is read, so every stream
-/// (fields, gradients, state) advances together.
-inline constexpr std::size_t field_tile = 64;
+/// Weights per tile of a one-pass step over byte-wide split fields: restored into 1 KiB of
+/// floats (L1), updated and split again before the next tile is read, so every stream (fields,
+/// gradients, state) advances together. 256 measured a few percent faster than 64 and 1024.
+inline constexpr std::size_t field_tile = 256;
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of w (byte_field_weights),
 /// restored into `tile`, and stores the tile back.
