@@ -424,7 +424,7 @@ inline constexpr std::size_t field_tile = 256;
 /// restored into `tile`, and stores the tile back.
 template <class Fields, class Step>
 void step_tiles(Fields w, Step step) {
-  constexpr std::size_t lanes = field_lane_count;
+  constexpr std::size_t lanes = Fields::lanes;
   alignas(64) float tile[field_tile];
   const std::size_t n = w.size();
   std::size_t start = 0;

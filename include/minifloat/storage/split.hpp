@@ -181,6 +181,21 @@ inline bool byte_field_layout(const split_layout& l) {
          !rounds_through_double<float>(l.visible) && !rounds_through_double<float>(l.restored());
 }
 
+/// As pack: the bits after the last of n byte-wide fields in its word are zero (no words for
+/// no values).
+template <class Visible, class Extra>
+void clear_padding(unsigned char* vbytes, unsigned char* ebytes, std::size_t n) {
+  if (n == 0) return;
+  const std::size_t vend = packed_words(n, 8 * sizeof(Visible)) * 4, eend = packed_words(n, 8 * sizeof(Extra)) * 4;
+  std::memset(vbytes + n * sizeof(Visible), 0, vend - n * sizeof(Visible));
+  std::memset(ebytes + n * sizeof(Extra), 0, eend - n * sizeof(Extra));
+}
+
+// The byte-wide kernels are host code: in a CUDA translation unit nvcc's device pass
+// (__CUDA_ARCH__) aborts on GCC vector code in functions that host functions use (as bulk.hpp's
+// kernels note), so that pass does not see them, and split_into, reconstruct and
+// rewrite_byte_fields take the other paths there; the host pass, which is what runs, has them.
+#if !defined(__CUDA_ARCH__)
 /// A register of 32-bit lanes, as the core's SIMD kernels use them.
 using field_lanes = minifloat::detail::simd_t<std::uint32_t>;
 inline constexpr std::size_t field_lane_count = minifloat::detail::simd_lanes<std::uint32_t>;
@@ -300,16 +315,6 @@ class pair_splitter {
   minifloat::detail::lane_counts<field_lanes> unused_;
 };
 
-/// As pack: the bits after the last of n byte-wide fields in its word are zero (no words for
-/// no values).
-template <class Visible, class Extra>
-void clear_padding(unsigned char* vbytes, unsigned char* ebytes, std::size_t n) {
-  if (n == 0) return;
-  const std::size_t vend = packed_words(n, 8 * sizeof(Visible)) * 4, eend = packed_words(n, 8 * sizeof(Extra)) * 4;
-  std::memset(vbytes + n * sizeof(Visible), 0, vend - n * sizeof(Visible));
-  std::memset(ebytes + n * sizeof(Extra), 0, eend - n * sizeof(Extra));
-}
-
 /// Throws encode_block's std::domain_error for the first of `in` without a code in r's format
 /// (element `first` + its index): the rare path of the byte-wide kernels, kept out of line.
 [[gnu::noinline, noreturn]] inline void throw_uncoded(std::span<const float> in, const rounder<float>& r,
@@ -376,6 +381,7 @@ class byte_field_weights {
         visible_(reinterpret_cast<unsigned char*>(visible_words.data())),
         extra_(reinterpret_cast<unsigned char*>(extra_words.data())),
         size_(n) {}
+  static constexpr std::size_t lanes = field_lane_count;  ///< the most values one load or store takes
   std::size_t size() const { return size_; }
   [[gnu::always_inline]] void load(std::size_t i, std::size_t count, float* out) const {
     minifloat::detail::store_lanes(out,
@@ -401,6 +407,7 @@ class byte_field_weights {
   unsigned char* extra_;
   std::size_t size_;
 };
+#endif  // !defined(__CUDA_ARCH__)
 
 /// The layouts whose pairs are the leading bits of a float: bfloat16 + 8 or + 16, truncating.
 /// Their restored format R = fp(8, 7 + k, 127) has float's binades and specials, so R's code of
@@ -559,6 +566,7 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
     else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
     return;
   }
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above split_fields)
   if (byte_field_layout(l)) {
     auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
     auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
@@ -570,6 +578,7 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
     });
     return;
   }
+#endif
   split_packed(p, x, first, visible_words, extra_words);
 }
 
@@ -593,6 +602,7 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
     else detail::reconstruct_float_prefix<std::uint16_t>(visible_words, extra_words, out);
     return;
   }
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
   if (detail::byte_field_layout(l)) {
     detail::with_field_types(l, [&](auto visible, auto extra) {
       detail::reconstruct_fields<decltype(visible), decltype(extra)>(
@@ -601,6 +611,7 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
     });
     return;
   }
+#endif
   detail::reconstruct_packed(visible_words, extra_words, l, out);
 }
 
@@ -714,12 +725,17 @@ class split_tensor {
   /// loads, each once, what store() would store for it.
   template <class F>
   bool rewrite_byte_fields(F f) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
     if (!detail::byte_field_layout(layout_)) return false;
     next_generation();
     detail::with_field_types(layout_, [&](auto visible, auto extra) {
       f(detail::byte_field_weights<decltype(visible), decltype(extra)>(plan_, visible_.words(), extra_.words(), size()));
     });
     return true;
+#else
+    (void)f;
+    return false;
+#endif
   }
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
