@@ -5,6 +5,8 @@
 
 #include <minifloat/storage/optimizers.hpp>
 
+#include "split_oracle.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -549,6 +551,53 @@ TEST_CASE("a split SGD or Adam step is the fp32 step on the restored weights, sp
       REQUIRE(std::ranges::equal(split.visible().words(), expected.visible().words()));
       REQUIRE(std::ranges::equal(split.extra().words(), expected.extra().words()));
       REQUIRE(bitwise_equal(split_state.exp_avg, reference_state.exp_avg));
+    }
+  }
+}
+
+TEST_CASE("the one-pass step over 8- and 16-bit fields stores the scalar core's split of the fp32 step, specials and "
+          "stochastic draws at tile and register boundaries included",
+          "[optimizers][byte_fields]") {
+  const ms::split_layout layouts[] = {
+      {minifloat::binary16, 8},  {minifloat::e4m3, 8}, {minifloat::e5m2, 8}, {minifloat::fp_6_9_0, 8},
+      {minifloat::bfloat16, 8, ms::split_mode::stochastic}, {minifloat::binary16, 8, ms::split_mode::stochastic},
+      {minifloat::e4m3, 8, ms::split_mode::stochastic},     {minifloat::e4m3fnuz, 8, ms::split_mode::stochastic}};
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    REQUIRE(ms::detail::byte_field_layout(l));
+    std::mt19937 gen(21);
+    // 1000 weights: 15 tiles of 64, then 40 (two registers and a partial one); huge values only
+    // where an overflowing update can be stored.
+    std::vector<float> initial = split_oracle::split_specials(l, 1000, gen);
+    for (auto& w : initial)
+      if (l.visible.encoding == minifloat::specials::all_finite && std::fabs(w) > 1e4f) w = 0.5f;
+    ms::split_tensor split(initial, l, 41);
+    ms::sgd_state sgd_split, sgd_reference;
+    ms::adam_state adam_split, adam_reference;
+    for (int step = 0; step < 6; ++step) {
+      std::vector<float> grads = normal_vector(initial.size(), 0.01f, gen);
+      grads[3] = 0.0f;
+      grads[64] = -0.0f;
+      std::vector<float> reference = split.reconstruct();
+      if (step % 2 == 0) {
+        const ms::sgd_options o{0.05, 0.9, 0, 1e-4};
+        ms::sgd_step(reference, grads, sgd_reference, o);
+        ms::sgd_step(split, grads, sgd_split, o);
+        REQUIRE(bitwise_equal(sgd_split.momentum_buffer, sgd_reference.momentum_buffer));
+      } else {
+        const ms::adam_options o{1e-3, 0.9, 0.999, 1e-8, 1e-2, true};
+        ms::adam_step(reference, grads, adam_reference, o);
+        ms::adam_step(split, grads, adam_split, o);
+        REQUIRE(bitwise_equal(adam_split.exp_avg, adam_reference.exp_avg));
+        REQUIRE(bitwise_equal(adam_split.exp_avg_sq, adam_reference.exp_avg_sq));
+      }
+      const std::uint64_t seed = minifloat::generation_seed(split.seed(), split.generation());
+      for (std::size_t i = 0; i < reference.size(); ++i) {
+        INFO("step " << step << ", weight " << i << ": " << reference[i]);
+        const auto [h, e] = split_oracle::scalar_fields(l, reference[i], seed, i);
+        REQUIRE(split.visible().get(i) == h);
+        REQUIRE(split.extra().get(i) == e);
+      }
     }
   }
 }

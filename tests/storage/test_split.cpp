@@ -6,6 +6,8 @@
 #include <minifloat/minifloat.hpp>
 #include <minifloat/storage/split.hpp>
 
+#include "split_oracle.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -13,7 +15,10 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ms = minifloat::storage;
@@ -343,5 +348,108 @@ TEST_CASE("bfloat16 + 8 and + 16 truncating splits (the float-prefix path) store
       const std::uint64_t code = (std::uint64_t{ms::get_field(w.visible, 16, i)} << k) | ms::get_field(w.extra, k, i);
       REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(minifloat::decode(code, restored)));
     }
+  }
+}
+
+namespace {
+
+using split_oracle::scalar_fields;
+using split_oracle::split_specials;
+
+const ms::split_layout byte_field_layouts[] = {
+    {minifloat::binary16, 8},
+    {minifloat::e4m3, 8},
+    {minifloat::e5m2, 8},
+    {minifloat::e4m3fnuz, 8},
+    {minifloat::e4m3, 16},
+    {minifloat::fp_6_9_0, 8},  // all_finite
+    {minifloat::bfloat16, 8, ms::split_mode::stochastic},
+    {minifloat::binary16, 8, ms::split_mode::stochastic},
+    {minifloat::e4m3, 8, ms::split_mode::stochastic},
+    {minifloat::e5m2, 16, ms::split_mode::stochastic},
+    {minifloat::fp_6_9_0, 8, ms::split_mode::stochastic},
+};
+
+}  // namespace
+
+TEST_CASE("layouts with 8- and 16-bit fields store the scalar core's fields and the bit-packing path's words",
+          "[split][byte_fields]") {
+  for (const auto& l : byte_field_layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits
+                                         << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    REQUIRE(ms::detail::byte_field_layout(l));
+    std::mt19937 gen(11);
+    const std::vector<float> x = split_specials(l, 1037, gen);  // a partial last word and register
+    for (const ms::split_options o : {ms::split_options{}, ms::split_options{77, 12345}, ms::split_options{5, 31}}) {
+      INFO("seed " << o.seed << ", index " << o.index);
+      split_words fast(x.size(), l), packed(x.size(), l);
+      std::fill(fast.visible.begin(), fast.visible.end(), 0xA5A5A5A5U);  // the padding must be cleared
+      std::fill(fast.extra.begin(), fast.extra.end(), 0xA5A5A5A5U);
+      ms::split(x, l, fast.visible, fast.extra, o);
+      ms::detail::split_packed(ms::detail::split_plan(l, o), x, 0, packed.visible, packed.extra);
+      CHECK(fast.visible == packed.visible);
+      CHECK(fast.extra == packed.extra);
+      std::vector<float> out(x.size()), out_packed(x.size());
+      ms::reconstruct(fast.visible, fast.extra, l, out);
+      ms::detail::reconstruct_packed(fast.visible, fast.extra, l, out_packed);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        INFO(i << ": " << std::hex << std::bit_cast<std::uint32_t>(x[i]));
+        const auto [h, e] = scalar_fields(l, x[i], o.seed, o.index + i);
+        REQUIRE(ms::get_field(fast.visible, l.visible_bits(), i) == h);
+        REQUIRE(ms::get_field(fast.extra, l.extra_bits, i) == e);
+        REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(out_packed[i]));
+      }
+    }
+    // Arbitrary words restore as the unpacking path and the scalar decode restore them.
+    split_words w(x.size(), l);
+    std::uniform_int_distribution<std::uint32_t> bits;
+    for (auto& v : w.visible) v = bits(gen);
+    for (auto& v : w.extra) v = bits(gen);
+    std::vector<float> out(x.size()), out_packed(x.size());
+    ms::reconstruct(w.visible, w.extra, l, out);
+    ms::detail::reconstruct_packed(w.visible, w.extra, l, out_packed);
+    const int kept = l.kept_bits();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::uint32_t h = ms::get_field(w.visible, l.visible_bits(), i), e = ms::get_field(w.extra, l.extra_bits, i);
+      const std::uint32_t code = l.mode == ms::split_mode::truncate
+                                     ? (h << kept) | e
+                                     : ((h - (e >> kept)) << kept) | (e & ((std::uint32_t{1} << kept) - 1));
+      REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(out_packed[i]));
+      REQUIRE(std::bit_cast<std::uint32_t>(out[i]) == std::bit_cast<std::uint32_t>(minifloat::decode(code, l.restored())));
+    }
+  }
+}
+
+TEST_CASE("layouts with 8- and 16-bit fields: chunked stores at any 32-aligned offset give the same words, and a "
+          "value without a code throws as the packing path does, its block untouched",
+          "[split][byte_fields]") {
+  for (const auto& l : byte_field_layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits);
+    std::mt19937 gen(12);
+    std::vector<float> x = split_specials(l, 1500, gen);
+    ms::split_tensor whole(x, l, 9);
+    ms::split_tensor pieces(std::vector<float>(x.size(), 0.0f), l, 9);
+    for (std::size_t start = 0; start < x.size(); start += 96)
+      pieces.store(start, std::span<const float>(x).subspan(start, std::min<std::size_t>(96, x.size() - start)));
+    CHECK(whole.visible() == pieces.visible());
+    CHECK(whole.extra() == pieces.extra());
+    if (l.visible.encoding != minifloat::specials::all_finite) continue;
+    x[700] = std::numeric_limits<float>::quiet_NaN();
+    split_words fast(x.size(), l), packed(x.size(), l);
+    std::string fast_error, packed_error;
+    try {
+      ms::split(x, l, fast.visible, fast.extra);
+    } catch (const std::domain_error& e) {
+      fast_error = e.what();
+    }
+    try {
+      ms::detail::split_packed(ms::detail::split_plan(l, {}), x, 0, packed.visible, packed.extra);
+    } catch (const std::domain_error& e) {
+      packed_error = e.what();
+    }
+    CHECK(fast_error.find("element 700 ") != std::string::npos);
+    CHECK(fast_error == packed_error);
+    CHECK(fast.visible == packed.visible);  // blocks before the bad value's written, the rest not
+    CHECK(fast.extra == packed.extra);
   }
 }

@@ -30,6 +30,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -167,6 +168,247 @@ inline void reconstruct_block(const split_layout& l, std::uint32_t* visible, con
   decode(std::span<const std::uint32_t>(visible, out.size()), out, l.restored());
 }
 
+/// The layouts whose visible codes and extra fields are each 8 or 16 bits wide (fp16 + 8,
+/// e4m3 + 8, bf16 + 8 stochastic, ...), on a little-endian machine: their packed words are plain
+/// uint8_t / uint16_t arrays (bitpack.hpp), so split_into and reconstruct read and write the
+/// fields directly and take split_block's and reconstruct_block's steps one SIMD register at a
+/// time, through the core's own lane kernels (round_lanes, code_lanes, value_lanes, lane_random,
+/// called as encode_lanes and decode_lanes call them) — no 32-bit code arrays, no bit-packing
+/// pass. tests/storage/test_split.cpp checks them against the scalar core and the packing path.
+inline bool byte_field_layout(const split_layout& l) {
+  const auto byte_wide = [](int bits) { return bits == 8 || bits == 16; };
+  return std::endian::native == std::endian::little && byte_wide(l.visible_bits()) && byte_wide(l.extra_bits) &&
+         !rounds_through_double<float>(l.visible) && !rounds_through_double<float>(l.restored());
+}
+
+/// As pack: the bits after the last of n byte-wide fields in its word are zero (no words for
+/// no values).
+template <class Visible, class Extra>
+void clear_padding(unsigned char* vbytes, unsigned char* ebytes, std::size_t n) {
+  if (n == 0) return;
+  const std::size_t vend = packed_words(n, 8 * sizeof(Visible)) * 4, eend = packed_words(n, 8 * sizeof(Extra)) * 4;
+  std::memset(vbytes + n * sizeof(Visible), 0, vend - n * sizeof(Visible));
+  std::memset(ebytes + n * sizeof(Extra), 0, eend - n * sizeof(Extra));
+}
+
+// The byte-wide kernels are host code: in a CUDA translation unit nvcc's device pass
+// (__CUDA_ARCH__) aborts on GCC vector code in functions that host functions use (as bulk.hpp's
+// kernels note), so that pass does not see them, and split_into, reconstruct and
+// rewrite_byte_fields take the other paths there; the host pass, which is what runs, has them.
+#if !defined(__CUDA_ARCH__)
+/// A register of 32-bit lanes, as the core's SIMD kernels use them.
+using field_lanes = minifloat::detail::simd_t<std::uint32_t>;
+inline constexpr std::size_t field_lane_count = minifloat::detail::simd_lanes<std::uint32_t>;
+
+/// `count` (at most field_lane_count) byte-wide fields of type Field from `bytes`, widened to
+/// 32-bit lanes (the rest zero).
+template <class Field>
+[[gnu::always_inline]] inline field_lanes load_fields(const unsigned char* bytes, std::size_t count) {
+  using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
+  FV narrow{};
+  std::memcpy(&narrow, bytes, count * sizeof(Field));
+#if defined(__AVX512F__)
+  if constexpr (sizeof(field_lanes) == 64) {
+    // GCC widens bytes through general registers otherwise. The zero-masked forms with a full
+    // mask: GCC 12's unmasked ones start from _mm512_undefined_epi32() (-Wmaybe-uninitialized).
+    __m512i wide;
+    if constexpr (sizeof(Field) == 1)
+      wide = _mm512_maskz_cvtepu8_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m128i>(narrow));
+    else
+      wide = _mm512_maskz_cvtepu16_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m256i>(narrow));
+    return std::bit_cast<field_lanes>(wide);
+  }
+#endif
+  return __builtin_convertvector(narrow, field_lanes);
+}
+
+/// The low bytes of `count` lanes stored as byte-wide fields of type Field.
+template <class Field>
+[[gnu::always_inline]] inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
+  using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
+  const FV narrow = __builtin_convertvector(codes, FV);
+  std::memcpy(bytes, &narrow, count * sizeof(Field));
+}
+
+/// reconstruct_block's steps on one register of pairs: R's values (as float bits) of the visible
+/// codes h and extra fields e.
+class pair_restorer {
+ public:
+  explicit pair_restorer(const split_layout& l)
+      : codec_(minifloat::detail::make_codec_plan<float>(l.restored())),
+        kept_(l.kept_bits()),
+        kept_mask_(low_bits(l.kept_bits())),
+        stochastic_(l.mode == split_mode::stochastic) {}
+  [[gnu::always_inline]] field_lanes operator()(field_lanes h, field_lanes e) const {
+    // As reconstruct_block: a set flag means h is its truncated code's successor.
+    const field_lanes code = stochastic_ ? ((h - (e >> kept_)) << kept_) | (e & kept_mask_) : (h << kept_) | e;
+    return minifloat::detail::value_lanes(codec_, code,
+                                          [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
+  }
+
+ private:
+  minifloat::detail::codec_plan<float> codec_;
+  int kept_;
+  std::uint32_t kept_mask_;
+  bool stochastic_;
+};
+
+/// split_block's steps on one register of floats, through the core's lane kernels (round_lanes,
+/// code_lanes, lane_random) called as encode_lanes calls them.
+class pair_splitter {
+ public:
+  /// `first_draw`: the element index whose draw a call's first lane at offset 0 takes.
+  explicit pair_splitter(const split_plan& sp, std::uint64_t first_draw = 0)
+      : truncate_(sp.truncate.plan()),
+        round_(sp.stochastic.plan()),
+        truncate_codec_(minifloat::detail::make_codec_plan<float>(truncate_.fmt)),
+        round_codec_(minifloat::detail::make_codec_plan<float>(round_.fmt)),
+        truncate_float_add_(minifloat::detail::use_float_add(truncate_)),
+        round_float_add_(minifloat::detail::use_float_add(round_)),
+        stochastic_(sp.layout.mode == split_mode::stochastic),
+        clamp_(sp.clamp),
+        finite_only_(truncate_.fmt.encoding == specials::all_finite),
+        kept_(sp.kept),
+        kept_mask_(sp.kept_mask),
+        limit_bits_(std::bit_cast<std::uint32_t>(sp.limit)),
+        first_draw_(sp.stochastic.first_index() + first_draw),
+        draw_(sp.stochastic.rng()) {}
+
+  /// The fields (h, e) of the floats whose bits are u, element index `at` (of the split's
+  /// numbering) in lane 0; false when one has no code in the restored format (then h and e are
+  /// not set).
+  [[gnu::always_inline]] bool operator()(field_lanes u, std::uint64_t at, field_lanes& h, field_lanes& e) {
+    namespace core = minifloat::detail;
+    using src = source_layout<float>;
+    field_lanes source = u;
+    if (clamp_) {  // split_block's clamp: finite beyond the largest pair value -> that value
+      const field_lanes a = u & src::abs_mask;
+      source = core::select((a > limit_bits_) & (a < src::inf_bits), (u & src::sign_mask) | limit_bits_, u);
+    }
+    const field_lanes rounded =
+        core::round_lanes<rounding::toward_zero, false>(truncate_, source, field_lanes{}, unused_, ~field_lanes{},
+                                                        truncate_float_add_);
+    if (finite_only_ && core::any_lane((rounded << 1) >= (src::inf_bits << 1))) return false;
+    const field_lanes wide = core::code_lanes(truncate_codec_, rounded);
+    const field_lanes truncated = wide >> kept_;
+    h = truncated;
+    e = wide & kept_mask_;
+    if (stochastic_) {
+      const field_lanes drawn = core::code_lanes(
+          round_codec_, core::round_lanes<rounding::stochastic, false>(round_, u, draw_(first_draw_ + at), unused_,
+                                                                       ~field_lanes{}, round_float_add_));
+      // NaN and Inf are not rounded (saturation would); the flag says h is one step from zero.
+      h = core::select((u & src::abs_mask) >= src::inf_bits, truncated, drawn);
+      e |= core::select(h != truncated, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
+    }
+    return true;
+  }
+
+ private:
+  rounding_plan<float> truncate_, round_;
+  minifloat::detail::codec_plan<float> truncate_codec_, round_codec_;
+  bool truncate_float_add_, round_float_add_, stochastic_, clamp_, finite_only_;
+  int kept_;
+  std::uint32_t kept_mask_, limit_bits_;
+  std::uint64_t first_draw_;
+  minifloat::detail::lane_random<field_lanes> draw_;
+  minifloat::detail::lane_counts<field_lanes> unused_;
+};
+
+/// Throws encode_block's std::domain_error for the first of `in` without a code in r's format
+/// (element `first` + its index): the rare path of the byte-wide kernels, kept out of line.
+[[gnu::noinline, noreturn]] inline void throw_uncoded(std::span<const float> in, const rounder<float>& r,
+                                                      std::size_t first) {
+  std::uint32_t codes[block_values];
+  encode_block(in, codes, r, first);
+  throw std::logic_error("minifloat::storage: a value without a code was not found again");
+}
+
+/// split_block for a byte_field_layout, for any number of values: x (element `first` of the
+/// whole array onwards) into the fields at vbytes and ebytes (which start at that element).
+/// Each block of block_values values is split into local arrays and copied out whole, so a value
+/// without a code (NaN or Inf into an all_finite format) throws, as encode_block does, before
+/// any field of its block is written.
+template <class Visible, class Extra>
+[[gnu::flatten]] void split_fields(const split_plan& sp, std::span<const float> x, std::size_t first,
+                                   unsigned char* vbytes, unsigned char* ebytes) {
+  pair_splitter split(sp, first);
+  unsigned char visible[block_values * sizeof(Visible)], extra[block_values * sizeof(Extra)];
+  for (std::size_t start = 0; start < x.size(); start += block_values) {
+    const std::size_t m = std::min(block_values, x.size() - start);
+    bool coded = true;
+    for (std::size_t i = 0; coded && i < m; i += field_lane_count) {
+      const std::size_t count = std::min(field_lane_count, m - i);
+      field_lanes h, e;
+      coded = split(minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count), start + i, h, e);
+      if (!coded) break;
+      store_fields<Visible>(visible + i * sizeof(Visible), h, count);
+      store_fields<Extra>(extra + i * sizeof(Extra), e, count);
+    }
+    if (!coded) throw_uncoded(x.subspan(start, m), sp.truncate, first + start);
+    std::memcpy(vbytes + start * sizeof(Visible), visible, m * sizeof(Visible));
+    std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
+  }
+}
+
+/// reconstruct_block for a byte_field_layout: the restored values of the pairs whose fields
+/// start at vbytes and ebytes.
+template <class Visible, class Extra>
+[[gnu::flatten]] void reconstruct_fields(const split_layout& l, const unsigned char* vbytes,
+                                         const unsigned char* ebytes, std::span<float> out) {
+  const pair_restorer restore(l);
+  for (std::size_t i = 0; i < out.size(); i += field_lane_count) {
+    const std::size_t count = std::min(field_lane_count, out.size() - i);
+    minifloat::detail::store_lanes(out.data() + i,
+                                   restore(load_fields<Visible>(vbytes + i * sizeof(Visible), count),
+                                           load_fields<Extra>(ebytes + i * sizeof(Extra), count)),
+                                   count);
+  }
+}
+
+/// The weights of a byte_field_layout seen a register at a time in place: load(i, count, out)
+/// is reconstruct's values of pairs [i, i + count), store(i, count, in) stores values as
+/// split_into does (count <= field_lane_count). An optimizer's loop reads and writes the fields
+/// through it a small tile at a time (no chunk passes over separate arrays).
+template <class Visible, class Extra>
+class byte_field_weights {
+ public:
+  byte_field_weights(const split_plan& sp, std::span<std::uint32_t> visible_words,
+                     std::span<std::uint32_t> extra_words, std::size_t n)
+      : restore_(sp.layout),
+        split_(sp),
+        truncate_(sp.truncate),
+        visible_(reinterpret_cast<unsigned char*>(visible_words.data())),
+        extra_(reinterpret_cast<unsigned char*>(extra_words.data())),
+        size_(n) {}
+  static constexpr std::size_t lanes = field_lane_count;  ///< the most values one load or store takes
+  std::size_t size() const { return size_; }
+  [[gnu::always_inline]] void load(std::size_t i, std::size_t count, float* out) const {
+    minifloat::detail::store_lanes(out,
+                                   restore_(load_fields<Visible>(visible_ + i * sizeof(Visible), count),
+                                            load_fields<Extra>(extra_ + i * sizeof(Extra), count)),
+                                   count);
+  }
+  /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
+  /// an all_finite format: a step checks that first).
+  [[gnu::always_inline]] void store(std::size_t i, std::size_t count, const float* in) {
+    field_lanes h, e;
+    if (!split_(minifloat::detail::load_lanes<field_lanes>(in, count), i, h, e))
+      throw_uncoded(std::span<const float>(in, count), truncate_, i);
+    store_fields<Visible>(visible_ + i * sizeof(Visible), h, count);
+    store_fields<Extra>(extra_ + i * sizeof(Extra), e, count);
+  }
+
+ private:
+  pair_restorer restore_;
+  pair_splitter split_;
+  rounder<float> truncate_;
+  unsigned char* visible_;
+  unsigned char* extra_;
+  std::size_t size_;
+};
+#endif  // !defined(__CUDA_ARCH__)
+
 /// The layouts whose pairs are the leading bits of a float: bfloat16 + 8 or + 16, truncating.
 /// Their restored format R = fp(8, 7 + k, 127) has float's binades and specials, so R's code of
 /// a float x (toward zero) is x's bits shifted right by 16 - k and R's value of a code is the code
@@ -250,11 +492,7 @@ void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visib
     std::memcpy(vbytes + start * 2, visible, m * 2);
     std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
   }
-  // As pack: the bits after the last field of the last word are zero (no words for no values).
-  if (x.empty()) return;
-  const std::size_t vend = packed_words(x.size(), 16) * 4, eend = packed_words(x.size(), k) * 4;
-  std::memset(vbytes + x.size() * 2, 0, vend - x.size() * 2);
-  std::memset(ebytes + x.size() * sizeof(Extra), 0, eend - x.size() * sizeof(Extra));
+  clear_padding<std::uint16_t, Extra>(vbytes, ebytes, x.size());
 }
 
 /// reconstruct for a float_prefix_layout with extra fields of type Extra.
@@ -276,20 +514,12 @@ void reconstruct_float_prefix(std::span<const std::uint32_t> visible_words, std:
   }
 }
 
-/// split() with a prepared plan; x is element `first` onwards of the array (first % 32 == 0) and
-/// the word spans start at that element.
-inline void split_into(const split_plan& p, std::span<const float> x, std::size_t first,
-                       std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words) {
+/// split_into by split_block and pack, for any layout (the path byte-wide layouts leave).
+inline void split_packed(const split_plan& p, std::span<const float> x, std::size_t first,
+                         std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words) {
   const split_layout& l = p.layout;
   const auto vb = static_cast<std::size_t>(l.visible_bits());
   const auto eb = static_cast<std::size_t>(l.extra_bits);
-  check_words(visible_words.size(), x.size(), l.visible_bits(), "minifloat::storage::split");
-  check_words(extra_words.size(), x.size(), l.extra_bits, "minifloat::storage::split");
-  if (float_prefix_layout(l)) {
-    if (l.extra_bits == 8) split_float_prefix<std::uint8_t>(x, visible_words, extra_words);
-    else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
-    return;
-  }
   std::uint32_t visible[block_values], extra[block_values];
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
@@ -297,6 +527,59 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
     pack(std::span<const std::uint32_t>(visible, m), l.visible_bits(), visible_words.subspan(start / 32 * vb));
     pack(std::span<const std::uint32_t>(extra, m), l.extra_bits, extra_words.subspan(start / 32 * eb));
   }
+}
+
+/// reconstruct by unpack and reconstruct_block, for any layout (the path byte-wide layouts leave).
+inline void reconstruct_packed(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
+                               const split_layout& l, std::span<float> out) {
+  const auto vb = static_cast<std::size_t>(l.visible_bits());
+  const auto eb = static_cast<std::size_t>(l.extra_bits);
+  std::uint32_t visible[block_values], extra[block_values];
+  for (std::size_t start = 0; start < out.size(); start += block_values) {
+    const std::size_t m = std::min(block_values, out.size() - start);
+    unpack(visible_words.subspan(start / 32 * vb), l.visible_bits(), m, std::span<std::uint32_t>(visible, m));
+    unpack(extra_words.subspan(start / 32 * eb), l.extra_bits, m, std::span<std::uint32_t>(extra, m));
+    reconstruct_block(l, visible, extra, out.subspan(start, m));
+  }
+}
+
+/// Calls f(Visible{}, Extra{}) with the field types of a byte_field_layout.
+template <class F>
+void with_field_types(const split_layout& l, F f) {
+  const auto with_extra = [&](auto visible) {
+    if (l.extra_bits == 8) f(visible, std::uint8_t{});
+    else f(visible, std::uint16_t{});
+  };
+  if (l.visible_bits() == 8) with_extra(std::uint8_t{});
+  else with_extra(std::uint16_t{});
+}
+
+/// split() with a prepared plan; x is element `first` onwards of the array (first % 32 == 0) and
+/// the word spans start at that element.
+inline void split_into(const split_plan& p, std::span<const float> x, std::size_t first,
+                       std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words) {
+  const split_layout& l = p.layout;
+  check_words(visible_words.size(), x.size(), l.visible_bits(), "minifloat::storage::split");
+  check_words(extra_words.size(), x.size(), l.extra_bits, "minifloat::storage::split");
+  if (float_prefix_layout(l)) {
+    if (l.extra_bits == 8) split_float_prefix<std::uint8_t>(x, visible_words, extra_words);
+    else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
+    return;
+  }
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above split_fields)
+  if (byte_field_layout(l)) {
+    auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
+    auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
+    with_field_types(l, [&](auto visible, auto extra) {
+      using Visible = decltype(visible);
+      using Extra = decltype(extra);
+      split_fields<Visible, Extra>(p, x, first, vbytes, ebytes);
+      clear_padding<Visible, Extra>(vbytes, ebytes, x.size());
+    });
+    return;
+  }
+#endif
+  split_packed(p, x, first, visible_words, extra_words);
 }
 
 }  // namespace detail
@@ -312,8 +595,6 @@ inline void split(std::span<const float> x, const split_layout& l, std::span<std
 inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
                         const split_layout& l, std::span<float> out) {
   l.validate();
-  const auto vb = static_cast<std::size_t>(l.visible_bits());
-  const auto eb = static_cast<std::size_t>(l.extra_bits);
   detail::check_words(visible_words.size(), out.size(), l.visible_bits(), "minifloat::storage::reconstruct");
   detail::check_words(extra_words.size(), out.size(), l.extra_bits, "minifloat::storage::reconstruct");
   if (detail::float_prefix_layout(l)) {
@@ -321,13 +602,17 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
     else detail::reconstruct_float_prefix<std::uint16_t>(visible_words, extra_words, out);
     return;
   }
-  std::uint32_t visible[detail::block_values], extra[detail::block_values];
-  for (std::size_t start = 0; start < out.size(); start += detail::block_values) {
-    const std::size_t m = std::min(detail::block_values, out.size() - start);
-    unpack(visible_words.subspan(start / 32 * vb), l.visible_bits(), m, std::span<std::uint32_t>(visible, m));
-    unpack(extra_words.subspan(start / 32 * eb), l.extra_bits, m, std::span<std::uint32_t>(extra, m));
-    detail::reconstruct_block(l, visible, extra, out.subspan(start, m));
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
+  if (detail::byte_field_layout(l)) {
+    detail::with_field_types(l, [&](auto visible, auto extra) {
+      detail::reconstruct_fields<decltype(visible), decltype(extra)>(
+          l, reinterpret_cast<const unsigned char*>(visible_words.data()),
+          reinterpret_cast<const unsigned char*>(extra_words.data()), out);
+    });
+    return;
   }
+#endif
+  detail::reconstruct_packed(visible_words, extra_words, l, out);
 }
 
 /// A tensor in split storage: size() weights as packed visible codes plus packed extra fields.
@@ -432,6 +717,25 @@ class split_tensor {
     else
       f(detail::float_prefix_weights<std::uint16_t>(visible_.words(), extra_.words(), size()));
     return true;
+  }
+  /// For a layout whose fields are 8 or 16 bits wide (detail::byte_field_layout: fp16 + 8,
+  /// e4m3 + 8, bf16 + 8 stochastic, ...), starts a new generation and calls
+  /// f(detail::byte_field_weights<Visible, Extra>) to rewrite the weights in place, a register at
+  /// a time; returns false, calling nothing, for other layouts. f must store every weight it
+  /// loads, each once, what store() would store for it.
+  template <class F>
+  bool rewrite_byte_fields(F f) {
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
+    if (!detail::byte_field_layout(layout_)) return false;
+    next_generation();
+    detail::with_field_types(layout_, [&](auto visible, auto extra) {
+      f(detail::byte_field_weights<decltype(visible), decltype(extra)>(plan_, visible_.words(), extra_.words(), size()));
+    });
+    return true;
+#else
+    (void)f;
+    return false;
+#endif
   }
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
