@@ -619,8 +619,11 @@ template <rounding Mode, bool Count, hardware_form H>
 // (__CUDA_ARCH__) still instantiates host templates that host functions use, and its compiler
 // aborts on GCC vector code there, so that pass sees these three kernels with empty bodies; the
 // host pass, which is what runs, compiles them in full.
+// Never inlined into a caller: there GCC 12 would see the size of the caller's array (a one-float
+// std::vector in a test) and, not tracking n through the runs above, report the whole-register
+// loads as -Warray-bounds.
 template <rounding Mode, bool Count, std::floating_point S>
-[[gnu::flatten]] void quantize_lanes(const S* in, S* out, std::size_t n, const rounder<S>& r, rounding_stats* st) {
+[[gnu::flatten, gnu::noinline]] void quantize_lanes(const S* in, S* out, std::size_t n, const rounder<S>& r, rounding_stats* st) {
 #if !defined(__CUDA_ARCH__)  // host-only SIMD (see the note above quantize_lanes)
   using bits = typename source_layout<S>::bits;
   using V = simd_t<bits>;
