@@ -428,6 +428,9 @@ void step_tiles(Fields w, Step step) {
   alignas(64) float tile[field_tile];
   const std::size_t n = w.size();
   std::size_t start = 0;
+  // Whole tiles and the last one are written out separately on purpose: with the constant sizes
+  // the whole tiles compile to full-register loads and stores; one shared body taking the size as
+  // an argument made SGD fp16+8 2.6x slower (7.4-7.6 -> 19.7-22.3 ms per 16M step, measured).
   for (; start + field_tile <= n; start += field_tile) {
     for (std::size_t i = 0; i < field_tile; i += lanes) w.load(start + i, lanes, tile + i);
     step(tile, start, field_tile);

@@ -337,7 +337,7 @@ template <class Visible, class Extra>
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
     bool coded = true;
-    for (std::size_t i = 0; coded && i < m; i += field_lane_count) {
+    for (std::size_t i = 0; i < m; i += field_lane_count) {
       const std::size_t count = std::min(field_lane_count, m - i);
       field_lanes h, e;
       coded = split(minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count), start + i, h, e);
