@@ -201,7 +201,8 @@ struct lane_counts {
 /// C = 1.5 * 2^(k + 23), whose float ulp is exactly 2^k, so the addition performs the rounding
 /// (the embedded rounding mode picks nearest-even or toward-zero, whatever MXCSR says) and the
 /// subtraction is exact. Ties go to even because C / 2^k is even. nearest_away truncates
-/// x + 2^(k-1) (see below). The binade is clamped to one above the format's largest, where every result is beyond max and becomes the overflow result,
+/// x + 2^(k-1) (see below). The magnitude is clamped to max under saturate, else to the first
+/// value beyond the format's largest binade, which keeps C finite and gives the overflow result
 /// exactly as in round_bits. Source subnormals round to zero either way: the format's half step
 /// is at least 2^-126 (float_add_applies), so whether DAZ zeroes them first does not matter,
 /// and no nonzero result is a float subnormal, so FTZ does not either. Callers guarantee finite
@@ -259,39 +260,51 @@ template <rounding Mode, float_add_shape Shape = float_add_shape::any>
   constexpr int embedded = (Mode == rounding::nearest_even ? _MM_FROUND_TO_NEAREST_INT : _MM_FROUND_TO_ZERO) |
                            _MM_FROUND_NO_EXC;
   const V zero{};
-  const V sign = u & 0x80000000U;
-  const V a = u ^ sign;
-  // C's bits: x's exponent field clamped to the format's binades, moved up by the dropped bits.
-  const V binade = lane_min(lane_max(a & 0x7f800000U, k.low_binade), k.high_binade);
-  const V c = binade + k.magic;
+  const V a = u & 0x7fffffffU;
+  // The magnitude is clamped first, which bounds the binade from above. These modes round
+  // magnitudes monotonically, so under saturate every magnitude from max on rounds to max (max
+  // rounds to itself); otherwise every magnitude from 2^(emax+1) (high_binade) on is beyond max
+  // and gives the overflow result, and 2^(emax+1) rounds to itself.
+  const V clamped = lane_min(a, saturates ? k.max_bits : k.high_binade);
+  // C's bits: the clamped exponent field, at least the format's smallest normal binade, moved up
+  // by the dropped bits.
+  const V c = lane_max(clamped & 0x7f800000U, k.low_binade) + k.magic;
   __m512 x, cf;
-  std::memcpy(&x, &a, 64);
+  std::memcpy(&x, &clamped, 64);
   std::memcpy(&cf, &c, 64);
+  __m512 sum;
   if constexpr (Mode == rounding::nearest_away) {
-    // Nearest-away is truncation of x + 2^(k-1) (half a step): added toward zero in float first,
-    // which truncates to x + 2^(k-1)'s own float ulp, at most 2^k there (two dropped bits, and
-    // one binade higher at most), so the truncation below still sees the exact sum's multiple
-    // of 2^k. A sum that reaches the next binade is exactly its first value, which x rounds to.
-    // A float subnormal x (zeroed or not by DAZ) gives 2^(k-1) or a little more, which
-    // truncates to 0 as it should; 2^(k-1) >= 2^-126 is never subnormal.
-    const V half_bits = c - ((24U << 23) | 0x400000U);  // 2^(k-1)
-    __m512 half;
-    std::memcpy(&half, &half_bits, 64);
-    x = _mm512_maskz_add_round_ps(all_lanes16, x, half, embedded);
+    // Nearest-away is truncation of x + 2^(k-1) (half a step), and C + 2^(k-1) =
+    // (3 * 2^23 + 1) * 2^(k-1) = (25 * 2^(k-1)) * 1006633, a product of two floats: one fused
+    // multiply-add toward zero truncates the exact x + C + 2^(k-1) to a multiple of 2^k. A sum
+    // that reaches the next binade (x below it by less than half a step, possible with two
+    // dropped bits) is at most 2^(k+24) + 2^(k-1) and truncates to 2^(k+24), so the subtraction
+    // below gives 2^(k+22), the value x rounds to. A float subnormal x (zeroed or not by DAZ)
+    // truncates to C and gives 0, as it should. 25 * 2^(k-1) is C less 20 binades with the
+    // mantissa 0x480000 for C's 0x400000; it is normal, as 2^(k-1) >= 2^-126.
+    const V scaled_bits = c - ((20U << 23) - 0x80000U);
+    __m512 scaled;
+    std::memcpy(&scaled, &scaled_bits, 64);
+    sum = _mm512_maskz_fmadd_round_ps(all_lanes16, scaled, _mm512_set1_ps(1006633.0f), x, embedded);
+  } else {
+    // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+    // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
+    sum = _mm512_maskz_add_round_ps(all_lanes16, x, cf, embedded);
   }
-  // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
-  // _mm512_undefined_ps(), which -Wmaybe-uninitialized reports.
-  const __m512 sum = _mm512_maskz_add_round_ps(all_lanes16, x, cf, embedded);
   const __m512 rounded = _mm512_maskz_sub_round_ps(all_lanes16, sum, cf, embedded);
   V result;
   std::memcpy(&result, &rounded, 64);
   // The core's last steps (round_bits), on the same plan fields.
   if (flush) result = select(result < k.flush_below, k.underflow, result);
-  // Saturating, the overflow step is a minimum of magnitudes' bit patterns (which order like the
-  // magnitudes): one operation instead of a compare and a blend.
-  result = saturates ? lane_min(result, k.max_bits) : select(result > k.max_bits, k.overflow, result);
-  if (unsigned_zero) return result | select(result == zero, zero, sign);
-  return result | sign;
+  if (!saturates) result = select(result > k.max_bits, k.overflow, result);
+  if (unsigned_zero) return result | select(result == zero, zero, u & 0x80000000U);
+  // result | (u & sign) in one vpternlogd (GCC emits an and and an or for the generic form).
+  __m512i r, s;
+  std::memcpy(&r, &result, 64);
+  std::memcpy(&s, &u, 64);
+  r = _mm512_ternarylogic_epi32(r, s, _mm512_set1_epi32(static_cast<int>(0x80000000U)), 0xF8);
+  std::memcpy(&result, &r, 64);
+  return result;
 }
 #endif
 
@@ -509,6 +522,14 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
                                             [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
                                             [[maybe_unused]] bool float_add = false) {
   using src = source_layout<S>;
+  if constexpr (FloatAddFirst) {
+    // The magnitude, which the float-arithmetic form computes too: one compare finds NaN and Inf.
+    if (any_lane_at_least(u & src::abs_mask, src::inf_bits)) {
+      const V result = round_bits<Mode, lane_path::any>(p, u, random);
+      if constexpr (Count) counts.template add<false>(p, u, result, valid);
+      return result;
+    }
+  }
   const V twice = u << 1;  // drops the sign
   if constexpr (!FloatAddFirst) {
     // Stochastic rounding with its split form skips the test: that form is exact on plain lanes
@@ -516,7 +537,7 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
     constexpr bool split_form = Mode == rounding::stochastic && has_stochastic_split<S, V>;
     if (!(split_form && float_add) && plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
-  if (any_lane_at_least(twice, src::inf_bits << 1)) {
+  if (!FloatAddFirst && any_lane_at_least(twice, src::inf_bits << 1)) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
     if constexpr (Count) counts.template add<false>(p, u, result, valid);
     return result;
