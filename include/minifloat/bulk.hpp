@@ -336,17 +336,21 @@ inline hardware_form hardware_form_for(const rounding_plan<float>& p) {
   return hardware_form::none;
 }
 
-/// True when the register (given as u << 1) must take the core rather than the hardware form H.
-template <hardware_form H>
-[[gnu::always_inline]] inline bool hardware_misses(simd_t<std::uint32_t> twice) {
-  constexpr std::uint32_t inf2 = 0x7f800000U << 1;
-  if constexpr (H == hardware_form::f16c) return any_lane_at_least(twice, inf2);
-  // bf16: a lane that is not zero and not in [smallest normal, Inf).
-  constexpr std::uint32_t normal2 = 0x00800000U << 1;
+/// True when the register must take the core rather than the hardware form H: one vfpclassps
+/// (NaN and Inf lanes; for bfloat16 also float subnormals). vfpclassps classifies a subnormal
+/// as zero when MXCSR.DAZ is set, so for bfloat16 the caller passes Daz (read once per kernel
+/// call) and the test is then on the bits: a lane that is neither zero nor in [smallest normal, Inf).
+template <hardware_form H, bool Daz = false>
+[[gnu::always_inline]] inline bool hardware_misses(simd_t<std::uint32_t> u) {
   __m512i t;
-  std::memcpy(&t, &twice, 64);
-  const __mmask16 nonzero = _mm512_test_epi32_mask(t, t);
-  return _mm512_mask_cmpge_epu32_mask(nonzero, _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(normal2))),
+  std::memcpy(&t, &u, 64);
+  // vfpclassps categories: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x20 subnormal, 0x80 signalling NaN.
+  if constexpr (H == hardware_form::f16c) return _mm512_fpclass_ps_mask(_mm512_castsi512_ps(t), 0x99) != 0;
+  if constexpr (!Daz) return _mm512_fpclass_ps_mask(_mm512_castsi512_ps(t), 0xB9) != 0;
+  constexpr std::uint32_t inf2 = 0x7f800000U << 1, normal2 = 0x00800000U << 1;
+  const __m512i twice = _mm512_maskz_slli_epi32(all_lanes16, t, 1);  // zero-masked: see float_add_rounding
+  const __mmask16 nonzero = _mm512_test_epi32_mask(twice, twice);
+  return _mm512_mask_cmpge_epu32_mask(nonzero, _mm512_sub_epi32(twice, _mm512_set1_epi32(static_cast<int>(normal2))),
                                       _mm512_set1_epi32(static_cast<int>(inf2 - normal2))) != 0;
 }
 
@@ -599,8 +603,9 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
 #if defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__F16C__) && !defined(__CUDA_ARCH__)
 /// Rounds every whole register of `in` by the hardware form H where hardware_misses allows it,
 /// by round_lanes otherwise; returns the index after the last whole register. Never inlined,
-/// with counters of its own, for the reason given at float_add_run.
-template <rounding Mode, bool Count, hardware_form H>
+/// with counters of its own, for the reason given at float_add_run. Daz: MXCSR.DAZ is set (see
+/// hardware_misses), read once per kernel call by quantize_lanes.
+template <rounding Mode, bool Count, hardware_form H, bool Daz>
 [[gnu::noinline]] std::size_t hardware_run(const rounding_plan<float>& plan, const float* in, float* out,
                                            std::size_t n, lane_counts<simd_t<std::uint32_t>>& counts) {
   using V = simd_t<std::uint32_t>;
@@ -614,7 +619,7 @@ template <rounding Mode, bool Count, hardware_form H>
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
     const V u = load_lanes<V>(in + i);
-    if (hardware_misses<H>(u << 1)) {
+    if (hardware_misses<H, Daz>(u)) {
       store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, local, ~V{}, float_add));
       continue;
     }
@@ -658,9 +663,14 @@ template <rounding Mode, bool Count, std::floating_point S>
   if constexpr (std::same_as<S, float> && sizeof(V) == 64 &&
                 (Mode == rounding::nearest_even || Mode == rounding::toward_zero)) {
     switch (hardware_form_for<Mode>(p)) {
-      case hardware_form::f16c: i = hardware_run<Mode, Count, hardware_form::f16c>(p, in, out, n, counts); break;
+      case hardware_form::f16c: i = hardware_run<Mode, Count, hardware_form::f16c, false>(p, in, out, n, counts); break;
 #if defined(__AVX512BF16__)
-      case hardware_form::bf16: i = hardware_run<Mode, Count, hardware_form::bf16>(p, in, out, n, counts); break;
+      case hardware_form::bf16:
+        // MXCSR.DAZ (bit 6) changes what vfpclassps calls a subnormal (hardware_misses); F16C's
+        // test does not look at subnormals.
+        if ((_mm_getcsr() & 0x40U) != 0) i = hardware_run<Mode, Count, hardware_form::bf16, true>(p, in, out, n, counts);
+        else i = hardware_run<Mode, Count, hardware_form::bf16, false>(p, in, out, n, counts);
+        break;
 #endif
       default: break;
     }
