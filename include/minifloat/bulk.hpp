@@ -421,43 +421,52 @@ inline bool stochastic_split_applies(const rounding_plan<float>& p) {
          k >= 0 && k <= 94;
 }
 
-/// Stochastic rounding of a register of finite floats (lane_path::finite's bits) in two parts.
-/// Lanes at or above the smallest normal take the plain path's bit-pattern form, which is exact
-/// there at any magnitude for stochastic rounding (the format's step is 2^d source ulps in every
-/// normal binade, and a result beyond max becomes the overflow result). Lanes below it lie on the
-/// fixed grid of multiples of q: t = |x| / q is exact, its integer part n = trunc(t) and
-/// fraction f = t - n are exact, floor(f * 2^32) is the core's fixed-point fraction, and
-/// (n + up) * q is exact. With q >= 2^-94 every float subnormal input has t < 2^-32, so its
-/// fraction is 0 and it rounds to ±0 with or without DAZ; no intermediate or result is a float
-/// subnormal, so FTZ changes nothing either. tests/test_bulk.cpp checks it against the core.
+/// Stochastic rounding of a register of finite floats (lane_path::finite's bits) in float
+/// arithmetic, every lane on the grid of its binade: the step is q = 2^(e - m) for a lane in
+/// binade e at or above the format's smallest normal, and the subnormal spacing 2^(emin - m) below
+/// it. t = |x| / q is exact (a power-of-two scaling, t < 2^(m+1)), its integer part n = trunc(t)
+/// and fraction f = t - n are exact, floor(f * 2^32) is the core's fixed-point fraction (the
+/// dropped bits aligned to the top of a 32-bit word), n * q = |x| - f * q and n * q + q are exact
+/// (n + 1 <= 2^(m+1)); a result beyond max becomes the overflow result, and a sum that reaches
+/// 2^128 is Inf, beyond max as well. q and 1/q are normal floats: q >= 2^-94 and m >= 1 (the
+/// plain path's condition). With q >= 2^-94 every float subnormal input has t < 2^-32, so its
+/// fraction is 0 and it rounds to ±0 with or without DAZ; no other intermediate or result is a
+/// float subnormal, so FTZ changes nothing either. (The name is from an earlier form that took
+/// the plain path's bit pattern above the smallest normal and this form below it.)
+/// tests/test_bulk.cpp checks it against the core.
 [[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_split_rounding(const rounding_plan<float>& p,
                                                                               simd_t<std::uint32_t> u,
                                                                               simd_t<std::uint32_t> random) {
   using V = simd_t<std::uint32_t>;
-  const V normal_lanes = round_bits<rounding::stochastic, lane_path::plain>(p, u, random);
-  const V a = u & 0x7fffffffU, sign = u ^ a;
-  __m512i av, sv, rv, nv;
+  const V a = u & 0x7fffffffU;
+  // q's bits: the lane's exponent field, at least the smallest normal's, less the m mantissa bits.
+  const V q_bits = lane_max(a & 0x7f800000U, V{} + (p.emin_field << 23)) - ((23U - p.d_normal) << 23);
+  const V over_q_bits = (254U << 23) - q_bits;  // 1/q
+  __m512i av, rv, qv, oqv;
   std::memcpy(&av, &a, 64);
-  std::memcpy(&sv, &sign, 64);
   std::memcpy(&rv, &random, 64);
-  std::memcpy(&nv, &normal_lanes, 64);
-  const __mmask16 tiny = _mm512_cmplt_epu32_mask(av, _mm512_set1_epi32(static_cast<int>(p.emin_field << 23)));
-  const int k = minus_log2_subnormal_step(p);
-  const __m512 over_q = _mm512_castsi512_ps(_mm512_set1_epi32((127 + k) << 23));
-  const __m512 q = _mm512_castsi512_ps(_mm512_set1_epi32((127 - k) << 23));
-  const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), over_q);
-  const __m512 n = _mm512_maskz_roundscale_ps(all_lanes16, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 f32 = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0x1p32f));
-  const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, f32);
+  std::memcpy(&qv, &q_bits, 64);
+  std::memcpy(&oqv, &over_q_bits, 64);
+  const __m512 q = _mm512_castsi512_ps(qv);
+  const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(oqv));
+  // f = t - trunc(t) in one vreduceps; n * q = |x| - f * q, exact, in one fused multiply-add.
+  const __m512 f = _mm512_maskz_reduce_round_ps(all_lanes16, t, _MM_FROUND_TO_ZERO, _MM_FROUND_NO_EXC);
+  const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, _mm512_mul_ps(f, _mm512_set1_ps(0x1p32f)));
   const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
   const __mmask16 up =
       _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask));
-  const __m512 stepped = _mm512_mask_add_ps(n, up, n, _mm512_set1_ps(1.0f));
-  const __m512i magnitude = _mm512_castps_si512(_mm512_mul_ps(stepped, q));
-  const __m512i signed_result = _mm512_or_si512(magnitude, sv);
+  const __m512 down = _mm512_maskz_fnmadd_ps(all_lanes16, f, q, _mm512_castsi512_ps(av));
+  const __m512 magnitude = _mm512_mask_add_ps(down, up, down, q);
   V result;
-  const __m512i blended = _mm512_mask_blend_epi32(tiny, nv, signed_result);
-  std::memcpy(&result, &blended, 64);
+  std::memcpy(&result, &magnitude, 64);
+  if (p.overflow_bits == p.max_bits) result = lane_min(result, V{} + p.max_bits);  // saturate
+  else result = select(result > p.max_bits, V{} + p.overflow_bits, result);
+  // result | (u & sign) in one vpternlogd.
+  __m512i r, s;
+  std::memcpy(&r, &result, 64);
+  std::memcpy(&s, &u, 64);
+  r = _mm512_ternarylogic_epi32(r, s, _mm512_set1_epi32(static_cast<int>(0x80000000U)), 0xF8);
+  std::memcpy(&result, &r, 64);
   return result;
 }
 #endif
@@ -526,22 +535,17 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
                                             [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
                                             [[maybe_unused]] bool float_add = false) {
   using src = source_layout<S>;
-  if constexpr (FloatAddFirst) {
-    // The magnitude, which the float-arithmetic form computes too: one compare finds NaN and Inf.
-    if (any_lane_at_least(u & src::abs_mask, src::inf_bits)) {
-      const V result = round_bits<Mode, lane_path::any>(p, u, random);
-      if constexpr (Count) counts.template add<false>(p, u, result, valid);
-      return result;
-    }
-  }
-  const V twice = u << 1;  // drops the sign
+  // Stochastic rounding with its split form skips the single-binade test: that form is exact on
+  // plain lanes too, and where registers mix (e4m3 on N(0,1)) the test's branch is unpredictable.
+  constexpr bool split_form = Mode == rounding::stochastic && has_stochastic_split<S, V>;
   if constexpr (!FloatAddFirst) {
-    // Stochastic rounding with its split form skips the test: that form is exact on plain lanes
-    // too, and where registers mix (e4m3 on N(0,1)) the test's branch is unpredictable.
-    constexpr bool split_form = Mode == rounding::stochastic && has_stochastic_split<S, V>;
-    if (!(split_form && float_add) && plain_register(p, twice)) return round_bits<Mode, lane_path::plain>(p, u, random);
+    if (!(split_form && float_add) && plain_register(p, u << 1)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
-  if (!FloatAddFirst && any_lane_at_least(twice, src::inf_bits << 1)) {
+  // NaN and Inf lanes: the float-arithmetic and split forms compute the magnitude anyway (one
+  // and, where the shift of u << 1 costs more), the others have u << 1 from the test above.
+  const bool special = FloatAddFirst || split_form ? any_lane_at_least(u & src::abs_mask, src::inf_bits)
+                                                   : any_lane_at_least(u << 1, src::inf_bits << 1);
+  if (special) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
     if constexpr (Count) counts.template add<false>(p, u, result, valid);
     return result;
