@@ -240,6 +240,18 @@ struct float_add_plan {
 template <>
 inline constexpr bool float_add_form<simd_t<std::uint32_t>> = sizeof(simd_t<std::uint32_t>) == 64;
 
+/// magnitude | (u & sign bit), in one vpternlogd (GCC emits an and and an or for the generic form).
+[[gnu::always_inline]] inline simd_t<std::uint32_t> with_sign_of(simd_t<std::uint32_t> magnitude,
+                                                                 simd_t<std::uint32_t> u) {
+  __m512i r, s;
+  std::memcpy(&r, &magnitude, 64);
+  std::memcpy(&s, &u, 64);
+  r = _mm512_ternarylogic_epi32(r, s, _mm512_set1_epi32(static_cast<int>(0x80000000U)), 0xF8);
+  simd_t<std::uint32_t> result;
+  std::memcpy(&result, &r, 64);
+  return result;
+}
+
 /// The plans float_add_rounding serves: at least two dropped bits (x + C stays in C's binade),
 /// C finite for every clamped binade, a half step of at least 2^-126 (see above), no
 /// onto_values flushing, and not E8M0 (unsigned_exponent: its zero and negative inputs are NaN).
@@ -298,13 +310,7 @@ template <rounding Mode, float_add_shape Shape = float_add_shape::any>
   if (flush) result = select(result < k.flush_below, k.underflow, result);
   if (!saturates) result = select(result > k.max_bits, k.overflow, result);
   if (unsigned_zero) return result | select(result == zero, zero, u & 0x80000000U);
-  // result | (u & sign) in one vpternlogd (GCC emits an and and an or for the generic form).
-  __m512i r, s;
-  std::memcpy(&r, &result, 64);
-  std::memcpy(&s, &u, 64);
-  r = _mm512_ternarylogic_epi32(r, s, _mm512_set1_epi32(static_cast<int>(0x80000000U)), 0xF8);
-  std::memcpy(&result, &r, 64);
-  return result;
+  return with_sign_of(result, u);
 }
 #endif
 
@@ -461,13 +467,7 @@ inline bool stochastic_split_applies(const rounding_plan<float>& p) {
   std::memcpy(&result, &magnitude, 64);
   if (p.overflow_bits == p.max_bits) result = lane_min(result, V{} + p.max_bits);  // saturate
   else result = select(result > p.max_bits, V{} + p.overflow_bits, result);
-  // result | (u & sign) in one vpternlogd.
-  __m512i r, s;
-  std::memcpy(&r, &result, 64);
-  std::memcpy(&s, &u, 64);
-  r = _mm512_ternarylogic_epi32(r, s, _mm512_set1_epi32(static_cast<int>(0x80000000U)), 0xF8);
-  std::memcpy(&result, &r, 64);
-  return result;
+  return with_sign_of(result, u);
 }
 #endif
 
