@@ -288,8 +288,9 @@ class binary16_pairs {
   }
   /// R's step s in the binade of h (h's value as float bits, finite): as float bits.
   [[gnu::always_inline]] __m512i step(__m512i h) const {
-    const __m512i binade = _mm512_maskz_max_epu32(minifloat::detail::all_lanes16, _mm512_and_si512(h, _mm512_set1_epi32(0x7F800000)),
-                                            _mm512_set1_epi32(static_cast<int>(min_binade_)));
+    const __m512i binade = _mm512_maskz_max_epu32(minifloat::detail::all_lanes16,
+                                                  _mm512_and_si512(h, _mm512_set1_epi32(0x7F800000)),
+                                                  _mm512_set1_epi32(static_cast<int>(min_binade_)));
     return _mm512_sub_epi32(binade, _mm512_set1_epi32(static_cast<int>(step_offset_)));
   }
   /// The extra fields of finite x whose truncated codes are h.
@@ -297,19 +298,23 @@ class binary16_pairs {
     const __m512 residual = _mm512_abs_ps(_mm512_sub_ps(x, h));
     // 1 / s: the step's exponent field mirrored about 127 (s is a power of two).
     const __m512i inverse = _mm512_sub_epi32(_mm512_set1_epi32(254 << 23), step(_mm512_castps_si512(h)));
-    const __m512 quotient =
-        _mm512_maskz_min_ps(minifloat::detail::all_lanes16, _mm512_mul_ps(residual, _mm512_castsi512_ps(inverse)), _mm512_set1_ps(field_max_));
+    const __m512 quotient = _mm512_maskz_min_ps(minifloat::detail::all_lanes16,
+                                                _mm512_mul_ps(residual, _mm512_castsi512_ps(inverse)),
+                                                _mm512_set1_ps(field_max_));
     return std::bit_cast<field_lanes>(_mm512_maskz_cvttps_epu32(minifloat::detail::all_lanes16, quotient));
   }
   /// R's values (float bits) of the pairs (h, e); false when an h is NaN or Inf.
   [[gnu::always_inline]] bool restore(field_lanes h, field_lanes e, field_lanes& out) const {
-    const __m512 value = values(_mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(h)));
+    const __m512 value =
+        values(_mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(h)));
     const __m512i bits = _mm512_castps_si512(value);
     const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000U)));
     if (_mm512_cmpge_epu32_mask(_mm512_xor_si512(bits, sign), _mm512_set1_epi32(0x7F800000)) != 0) return false;
-    const __m512 low = _mm512_mul_ps(_mm512_maskz_cvtepu32_ps(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(e)),
-                                     _mm512_castsi512_ps(step(bits)));
-    out = std::bit_cast<field_lanes>(_mm512_add_ps(value, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(low), sign))));
+    const __m512 low =
+        _mm512_mul_ps(_mm512_maskz_cvtepu32_ps(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(e)),
+                      _mm512_castsi512_ps(step(bits)));
+    const __m512 signed_low = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(low), sign));
+    out = std::bit_cast<field_lanes>(_mm512_add_ps(value, signed_low));
     return true;
   }
 
