@@ -318,7 +318,7 @@ template <rounding Mode, float_add_shape Shape = float_add_shape::any>
 /// kernel call: F16C's vcvtps2ph (embedded nearest-even or toward-zero) and vcvtph2ps for
 /// binary16, AVX512-BF16's vcvtneps2bf16 (nearest-even only) for bfloat16. These are the
 /// hardware's rounding, not a copy of the core's bit logic, and they serve only the registers
-/// where they agree with the core (hardware_register): for binary16 every finite register
+/// where they agree with the core (hardware_misses): for binary16 every finite register
 /// (float subnormal inputs round to ±0 whether or not DAZ zeroes them first, the format's
 /// subnormal results are exact, and F16C ignores MXCSR's rounding field with an embedded mode);
 /// for bfloat16 registers whose lanes are zero or normal floats below Inf (vcvtneps2bf16 flushes
@@ -408,9 +408,9 @@ std::uint32_t first_nonzero_magnitude(const rounding_plan<float>& p) {
   return 0;
 }
 
-/// True when S and V have stochastic_split_rounding (float, 64-byte registers, AVX-512).
+/// True when S and V have stochastic_float_rounding (float, 64-byte registers, AVX-512).
 template <std::floating_point S, class V>
-inline constexpr bool has_stochastic_split = std::same_as<S, float> && float_add_form<V>;
+inline constexpr bool has_stochastic_float = std::same_as<S, float> && float_add_form<V>;
 
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
 /// -log2 of the format's subnormal spacing q = 2^(emin - m), i.e. m - emin, from the plan's fields.
@@ -418,10 +418,10 @@ inline int minus_log2_subnormal_step(const rounding_plan<float>& p) {
   return 150 - static_cast<int>(p.d_normal) - static_cast<int>(p.emin_field);  // (23 - d) - (field - 127)
 }
 
-/// The plans stochastic_split_rounding serves: a mantissa bit (the plain path's condition),
+/// The plans stochastic_float_rounding serves: a mantissa bit (the plain path's condition),
 /// subnormals kept (no flushing of either kind), not fnuz or E8M0, and a subnormal spacing
 /// q = 2^(emin - m) with 2^-94 <= q <= 1 (see below).
-inline bool stochastic_split_applies(const rounding_plan<float>& p) {
+inline bool stochastic_float_applies(const rounding_plan<float>& p) {
   const int k = minus_log2_subnormal_step(p);
   return p.plain_path && p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only &&
          k >= 0 && k <= 94;
@@ -437,10 +437,9 @@ inline bool stochastic_split_applies(const rounding_plan<float>& p) {
 /// 2^128 is Inf, beyond max as well. q and 1/q are normal floats: q >= 2^-94 and m >= 1 (the
 /// plain path's condition). With q >= 2^-94 every float subnormal input has t < 2^-32, so its
 /// fraction is 0 and it rounds to ±0 with or without DAZ; no other intermediate or result is a
-/// float subnormal, so FTZ changes nothing either. (The name is from an earlier form that took
-/// the plain path's bit pattern above the smallest normal and this form below it.)
+/// float subnormal, so FTZ changes nothing either.
 /// tests/test_bulk.cpp checks it against the core.
-[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_split_rounding(const rounding_plan<float>& p,
+[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_float_rounding(const rounding_plan<float>& p,
                                                                               simd_t<std::uint32_t> u,
                                                                               simd_t<std::uint32_t> random) {
   using V = simd_t<std::uint32_t>;
@@ -535,15 +534,15 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
                                             [[maybe_unused]] lane_counts<V>& counts, [[maybe_unused]] V valid,
                                             [[maybe_unused]] bool float_add = false) {
   using src = source_layout<S>;
-  // Stochastic rounding with its split form skips the single-binade test: that form is exact on
+  // Stochastic rounding with its float form skips the single-binade test: that form is exact on
   // plain lanes too, and where registers mix (e4m3 on N(0,1)) the test's branch is unpredictable.
-  constexpr bool split_form = Mode == rounding::stochastic && has_stochastic_split<S, V>;
+  constexpr bool stochastic_float = Mode == rounding::stochastic && has_stochastic_float<S, V>;
   if constexpr (!FloatAddFirst) {
-    if (!(split_form && float_add) && plain_register(p, u << 1)) return round_bits<Mode, lane_path::plain>(p, u, random);
+    if (!(stochastic_float && float_add) && plain_register(p, u << 1)) return round_bits<Mode, lane_path::plain>(p, u, random);
   }
-  // NaN and Inf lanes: the float-arithmetic and split forms compute the magnitude anyway (one
+  // NaN and Inf lanes: the float-arithmetic and stochastic float forms compute the magnitude anyway (one
   // and, where the shift of u << 1 costs more), the others have u << 1 from the test above.
-  const bool special = FloatAddFirst || split_form ? any_lane_at_least(u & src::abs_mask, src::inf_bits)
+  const bool special = FloatAddFirst || stochastic_float ? any_lane_at_least(u & src::abs_mask, src::inf_bits)
                                                    : any_lane_at_least(u << 1, src::inf_bits << 1);
   if (special) {
     const V result = round_bits<Mode, lane_path::any>(p, u, random);
@@ -551,9 +550,9 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
     return result;
   }
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
-  if constexpr (Mode == rounding::stochastic && has_stochastic_split<S, V>) {
-    if (float_add) {  // for stochastic rounding: stochastic_split_applies (use_float_add)
-      const V result = stochastic_split_rounding(p, u, random);
+  if constexpr (Mode == rounding::stochastic && has_stochastic_float<S, V>) {
+    if (float_add) {  // for stochastic rounding: stochastic_float_applies (use_float_add)
+      const V result = stochastic_float_rounding(p, u, random);
       if constexpr (Count) counts.template add<true>(p, u, result, valid);
       return result;
     }
@@ -568,13 +567,13 @@ template <rounding Mode, bool Count, bool FloatAddFirst = false, float_add_shape
   return round_finite_lanes<Mode, Count>(p, nullptr, u, random, counts, valid);
 }
 
-/// float_add_applies (stochastic_split_applies for stochastic rounding) where that form exists,
+/// float_add_applies (stochastic_float_applies for stochastic rounding) where that form exists,
 /// else false.
 template <std::floating_point S>
 inline bool use_float_add([[maybe_unused]] const rounding_plan<S>& p) {
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
   if constexpr (std::same_as<S, float>)
-    return p.mode == rounding::stochastic ? stochastic_split_applies(p) : float_add_applies(p);
+    return p.mode == rounding::stochastic ? stochastic_float_applies(p) : float_add_applies(p);
 #endif
   return false;
 }
