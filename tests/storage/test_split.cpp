@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 namespace ms = minifloat::storage;
 using minifloat::format;
 
@@ -454,35 +458,64 @@ TEST_CASE("layouts with 8- and 16-bit fields: chunked stores at any 32-aligned o
   }
 }
 
-TEST_CASE("binary16- and bfloat16-visible layouts (the F16C and float-prefix pair forms) store the scalar core's "
-          "fields for floats of every class and restore every pair as the core decodes it",
+TEST_CASE("binary16-, bfloat16-, e4m3- and e5m2-visible layouts (the F16C, float-prefix and rebiased pair forms) "
+          "store the scalar core's fields for floats of every class and restore every pair as the core decodes it",
           "[split][byte_fields]") {
   const ms::split_layout layouts[] = {
       {minifloat::binary16, 8},
       {minifloat::binary16, 8, ms::split_mode::stochastic},
       {minifloat::bfloat16, 8, ms::split_mode::stochastic},
       {minifloat::bfloat16, 16, ms::split_mode::stochastic},
+      {minifloat::e4m3, 8},
+      {minifloat::e4m3, 8, ms::split_mode::stochastic},
+      {minifloat::e4m3, 16},
+      {minifloat::e5m2, 8},
+      {minifloat::e5m2, 16, ms::split_mode::stochastic},
+      {minifloat::fp_4_3_4, 8, ms::split_mode::stochastic},  // all_finite: the papers' formats
+      {minifloat::fp_5_2_0, 8},
+      {minifloat::fp_6_9_0, 8},
   };
+#if defined(__AVX512F__)
+  // The forms under test are the ones these layouts take (the core would pass trivially).
+  for (const auto& l : layouts) {
+    const ms::detail::pair_form expected = l.visible == minifloat::bfloat16   ? ms::detail::pair_form::float_prefix
+                                           : l.visible == minifloat::binary16 ? ms::detail::pair_form::f16c
+                                                                              : ms::detail::pair_form::rebiased;
+    CHECK(ms::detail::pair_form_for(l) == expected);
+  }
+#endif
   // Floats of every class: a sweep of all bit patterns, and dense runs where the forms change
-  // rule — binary16's subnormals, its smallest normal binade, its largest binade and beyond, R's
-  // smallest values, float's subnormals — then shuffled so that registers mix them.
+  // rule — the visible formats' subnormals, smallest normal binades, largest binades and beyond,
+  // R's smallest values, float's subnormals — then shuffled so that registers mix them.
   const std::uint32_t stride = MINIFLOAT_TEST_SANITIZE ? 1000003 : 4099;
-  std::vector<float> x;
-  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += stride) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
-  for (const float start : {0x1p-25f, 0x1p-15f, 0x1p-14f, 32768.0f, 65504.0f, 65520.0f, 0x1p-33f, 1e-45f})
+  std::vector<float> every_class;
+  for (std::uint64_t b = 0; b < (std::uint64_t{1} << 32); b += stride) every_class.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
+  for (const float start : {0x1p-25f, 0x1p-15f, 0x1p-14f, 32768.0f, 65504.0f, 65520.0f, 0x1p-33f, 1e-45f,  // binary16
+                            0x1p-10f, 0x1p-7f, 0x1p-6f, 0x1p-18f, 448.0f, 479.0f, 240.0f,                 // e4m3
+                            0x1p-17f, 57344.0f, 61440.0f,                                               // e5m2
+                            0x1p-11f, 0x1p-3f, 3840.0f, 4096.0f,                                        // fp(4,3,4)
+                            0x1p-9f, 0x1p31f, 0x1p63f})                                                // fp(5,2,0), fp(6,9,0)
     for (std::uint32_t i = 0; i < (MINIFLOAT_TEST_SANITIZE ? 300u : 30000u); ++i)
-      for (const float sign : {1.0f, -1.0f}) x.push_back(sign * std::bit_cast<float>(std::bit_cast<std::uint32_t>(start) + 37 * i));
+      for (const float sign : {1.0f, -1.0f}) every_class.push_back(sign * std::bit_cast<float>(std::bit_cast<std::uint32_t>(start) + 37 * i));
   std::mt19937 gen(21);
-  std::shuffle(x.begin(), x.end(), gen);
+  std::shuffle(every_class.begin(), every_class.end(), gen);
+  std::vector<float> finite_x;  // what an all_finite format stores
+  std::copy_if(every_class.begin(), every_class.end(), std::back_inserter(finite_x), [](float v) { return std::isfinite(v); });
   for (const auto& l : layouts) {
     INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits
                                          << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    const std::vector<float>& x = l.visible.encoding == minifloat::specials::all_finite ? finite_x : every_class;
     const ms::split_options o{31, 1000};
     split_words w(x.size(), l);
     ms::split(x, l, w.visible, w.extra, o);
     std::vector<float> out(x.size());
     ms::reconstruct(w.visible, w.extra, l, out);
-    const std::vector<float> expected = truncated(x, l.restored());
+    // x rounded toward zero to R, a finite x beyond the largest pair value saturating to it (R's
+    // codes above it are not pairs where the visible format is nan_only).
+    std::vector<float> expected = truncated(x, l.restored());
+    const float limit = ms::detail::split_plan::largest_pair_value(l);
+    for (float& v : expected)
+      if (std::isfinite(v) && std::fabs(v) > limit) v = std::copysign(limit, v);
     // The first element whose fields or restored value differ, reported once (per-element
     // assertions would cost more than the sweep).
     std::size_t bad = x.size();
@@ -501,14 +534,16 @@ TEST_CASE("binary16- and bfloat16-visible layouts (the F16C and float-prefix pai
     }
     CHECK(bad == x.size());
     // Every pair (for 16-bit extra fields, a sample) restores to the scalar decode of its code.
-    const std::size_t pairs = l.extra_bits == 8 ? std::size_t{1} << 24 : std::size_t{1} << 22;
+    const int vb = l.visible_bits();
+    const std::size_t pairs = l.extra_bits == 8 ? std::size_t{1} << (vb + 8) : std::size_t{1} << 22;
+    const std::uint32_t visible_mask = (std::uint32_t{1} << vb) - 1;
     std::vector<std::uint32_t> hs(pairs), es(pairs);
     std::uniform_int_distribution<std::uint32_t> bits;
     for (std::size_t p = 0; p < pairs; ++p) {
-      hs[p] = l.extra_bits == 8 ? static_cast<std::uint32_t>(p >> 8) : bits(gen) & 0xFFFFU;
+      hs[p] = l.extra_bits == 8 ? static_cast<std::uint32_t>(p >> 8) : bits(gen) & visible_mask;
       es[p] = l.extra_bits == 8 ? static_cast<std::uint32_t>(p & 0xFF) : bits(gen) & 0xFFFFU;
     }
-    const auto visible = ms::packed_array::from_values(hs, 16), extra = ms::packed_array::from_values(es, l.extra_bits);
+    const auto visible = ms::packed_array::from_values(hs, vb), extra = ms::packed_array::from_values(es, l.extra_bits);
     std::vector<float> restored(pairs);
     ms::reconstruct(visible.words(), extra.words(), l, restored);
     const int kept = l.kept_bits();
@@ -524,3 +559,40 @@ TEST_CASE("binary16- and bfloat16-visible layouts (the F16C and float-prefix pai
     CHECK(wrong == pairs);
   }
 }
+
+#if defined(__SSE__)
+TEST_CASE("with MXCSR's DAZ or FTZ set, e4m3- and e5m2-visible layouts (the rebiased pair form) store and restore "
+          "the same bits",
+          "[split][byte_fields]") {
+  const ms::split_layout layouts[] = {
+      {minifloat::e4m3, 8}, {minifloat::e4m3, 8, ms::split_mode::stochastic}, {minifloat::e5m2, 8}};
+  // Float subnormals (which DAZ zeroes), R's and the visible formats' subnormals and normals.
+  std::vector<float> x;
+  for (const float start : {1e-45f, 0x1p-130f, 0x1p-18f, 0x1p-10f, 0x1p-7f, 0.02f, 1.0f})
+    for (std::uint32_t i = 0; i < 2000; ++i)
+      for (const float sign : {1.0f, -1.0f}) x.push_back(sign * std::bit_cast<float>(std::bit_cast<std::uint32_t>(start) + 977 * i));
+  std::mt19937 gen(23);
+  std::shuffle(x.begin(), x.end(), gen);
+  const unsigned saved = _mm_getcsr();
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits);
+    const ms::split_options o{3, 64};
+    split_words clear(x.size(), l);
+    ms::split(x, l, clear.visible, clear.extra, o);
+    std::vector<float> out_clear(x.size());
+    ms::reconstruct(clear.visible, clear.extra, l, out_clear);
+    for (const unsigned flags : {0x40U, 0x8000U, 0x8040U}) {  // DAZ, FTZ, both
+      INFO("MXCSR flags " << std::hex << flags);
+      split_words w(x.size(), l);
+      std::vector<float> out(x.size());
+      _mm_setcsr(saved | flags);
+      ms::split(x, l, w.visible, w.extra, o);
+      ms::reconstruct(w.visible, w.extra, l, out);
+      _mm_setcsr(saved);
+      CHECK(w.visible == clear.visible);
+      CHECK(w.extra == clear.extra);
+      CHECK(std::equal(out.begin(), out.end(), out_clear.begin(), [](float a, float b) { return same(a, b); }));
+    }
+  }
+}
+#endif

@@ -114,10 +114,16 @@ struct split_plan {
         truncate(l.restored(), {rounding::toward_zero, overflow::infinity}),
         stochastic(l.visible, {rounding::stochastic, overflow::saturate, 0, o.seed, o.index}),
         clamp(l.visible.encoding == specials::nan_only) {
+    limit = largest_pair_value(l);
+  }
+
+  /// The largest pair value: h the visible format's largest finite value, all extra bits set.
+  static float largest_pair_value(const split_layout& l) {
     const format& f = l.visible;
     const std::uint64_t max_code = (static_cast<std::uint64_t>(f.max_exponent_field()) << f.mantissa_bits) |
                                    f.max_mantissa_field();
-    limit = std::bit_cast<float>(minifloat::detail::bits_of_code<float>(l.restored(), (max_code << kept) | kept_mask));
+    return std::bit_cast<float>(
+        minifloat::detail::bits_of_code<float>(l.restored(), (max_code << l.kept_bits()) | low_bits(l.kept_bits())));
   }
 };
 
@@ -255,13 +261,37 @@ template <class Field>
 ///    binary16's largest value reaches, is the field's largest value, as the core saturates),
 ///    and R's value of a pair h + s * e (exact: at most 11 + n significant bits). Registers with
 ///    NaN or Inf lanes (in x, or among h's codes) take the core.
+///  - rebiased (AVX-512; visible formats with a sign, subnormals and an ieee, nan_only or
+///    all_finite encoding whose restored values R = fp(E, M', bias), M' = M + n, are all zero or
+///    normal floats: e4m3, e5m2, the papers' fp(e, m, b) with bias + M' <= 127): R's normal codes
+///    are float bits with the exponent field rebiased, (bits - (127 - bias) * 2^23) >> (23 - M')
+///    (the shift truncates, so this is rounding toward zero), and R's subnormal codes count R's
+///    smallest step s = 2^(1 - bias - M'), trunc(|x| / s) (|x| / s exact, converted toward zero);
+///    |x| is first limited to the largest pair value, the sign goes above. A value of the visible
+///    format (a stochastic h) is a value of R, its code R's code shifted right by n. R's value of
+///    a code is the inverse: the rebiased bits, or the subnormal code times s (exact). No product
+///    or result is a float subnormal except |x| / s for a float subnormal x, which truncates to 0
+///    whether or not DAZ or FTZ zero it first, so MXCSR does not change the bits. Registers with
+///    NaN or Inf lanes (in x, or among h's codes) take the core.
 ///  - core: round_lanes, code_lanes and value_lanes.
-enum class pair_form : std::uint8_t { core, float_prefix, f16c };
+enum class pair_form : std::uint8_t { core, float_prefix, f16c, rebiased };
+
+/// Whether R's codes of a layout are rebiased floats (pair_form::rebiased's conditions).
+constexpr bool rebiased_floats(const split_layout& l) {
+  const format& v = l.visible;
+  const format r = l.restored();
+  const bool encoding = v.encoding == specials::ieee || v.encoding == specials::nan_only ||
+                        v.encoding == specials::all_finite;
+  return encoding && v.subnormals && r.emax() <= 127 && r.emin() - r.mantissa_bits >= -126;
+}
 
 inline pair_form pair_form_for(const split_layout& l) {
   if (l.visible == bfloat16) return pair_form::float_prefix;
 #if defined(__AVX512F__) && defined(__F16C__)
   if (sizeof(field_lanes) == 64 && l.visible == binary16) return pair_form::f16c;
+#endif
+#if defined(__AVX512F__)
+  if (sizeof(field_lanes) == 64 && rebiased_floats(l)) return pair_form::rebiased;
 #endif
   return pair_form::core;
 }
@@ -324,6 +354,66 @@ class binary16_pairs {
 };
 #endif
 
+#if defined(__AVX512F__)
+/// The rebiased form's pieces (see pair_form) on 16 lanes, for R = l.restored().
+class rebiased_pairs {
+ public:
+  explicit rebiased_pairs(const split_layout& l)
+      : fraction_shift_(23 - l.restored().mantissa_bits),
+        sign_shift_(31 - (l.restored().exponent_bits + l.restored().mantissa_bits)),
+        magnitude_mask_(low_bits(l.restored().exponent_bits + l.restored().mantissa_bits)),
+        limit_bits_(std::bit_cast<std::uint32_t>(split_plan::largest_pair_value(l))),
+        rebias_(static_cast<std::uint32_t>(127 - l.visible.exponent_bias) << 23),
+        min_normal_bits_(std::bit_cast<std::uint32_t>(std::ldexp(1.0f, l.restored().emin()))),
+        first_normal_code_(std::uint32_t{1} << l.restored().mantissa_bits),
+        first_special_(first_special_code(l)),
+        step_(std::ldexp(1.0f, l.restored().emin() - l.restored().mantissa_bits)),
+        inverse_step_(std::ldexp(1.0f, l.restored().mantissa_bits - l.restored().emin())) {}
+
+  /// R's codes, toward zero, of the finite floats whose bits are u.
+  [[gnu::always_inline]] field_lanes codes(field_lanes u) const {
+    const field_lanes magnitude = minifloat::detail::lane_min(u & 0x7FFFFFFFU, field_lanes{} + limit_bits_);
+    const __m512i normal = std::bit_cast<__m512i>((magnitude - rebias_) >> fraction_shift_);
+    const __m512 a = std::bit_cast<__m512>(magnitude);
+    const __mmask16 subnormal =
+        _mm512_cmplt_epu32_mask(std::bit_cast<__m512i>(magnitude), _mm512_set1_epi32(static_cast<int>(min_normal_bits_)));
+    const __m512i code = _mm512_mask_cvtt_roundps_epu32(normal, subnormal, _mm512_mul_ps(a, _mm512_set1_ps(inverse_step_)),
+                                                        _MM_FROUND_NO_EXC);
+    return std::bit_cast<field_lanes>(code) | ((u >> 31) << (31 - sign_shift_));
+  }
+  /// R's values (float bits) of the codes; false when one is NaN or Inf, or a code of R above
+  /// the pairs of a nan_only format (first_special_code).
+  [[gnu::always_inline]] bool restore(field_lanes code, field_lanes& out) const {
+    const field_lanes magnitude = code & magnitude_mask_;
+    if (minifloat::detail::any_lane_at_least(magnitude, first_special_)) return false;
+    const __m512i m = std::bit_cast<__m512i>(magnitude);
+    const __mmask16 subnormal = _mm512_cmplt_epu32_mask(m, _mm512_set1_epi32(static_cast<int>(first_normal_code_)));
+    const __m512 normal = std::bit_cast<__m512>((magnitude << fraction_shift_) + rebias_);
+    const __m512 value =
+        _mm512_mask_mul_ps(normal, subnormal, _mm512_maskz_cvtepi32_ps(minifloat::detail::all_lanes16, m), _mm512_set1_ps(step_));
+    out = std::bit_cast<field_lanes>(value) | ((code << sign_shift_) & 0x80000000U);
+    return true;
+  }
+
+ private:
+  /// The smallest magnitude code of R that the form leaves to the core: Inf's (ieee); the NaN
+  /// visible code's first pair (nan_only: R's codes from there are NaN or beyond every pair);
+  /// none for all_finite (2^(E + M'), above every code).
+  static std::uint32_t first_special_code(const split_layout& l) {
+    const format& v = l.visible;
+    const int kept = l.kept_bits();
+    const std::uint32_t top_field = low_bits(v.exponent_bits);
+    if (v.encoding == specials::ieee) return (top_field << v.mantissa_bits) << kept;
+    if (v.encoding == specials::nan_only) return low_bits(v.exponent_bits + v.mantissa_bits) << kept;
+    return std::uint32_t{1} << (v.exponent_bits + v.mantissa_bits + kept);
+  }
+
+  int fraction_shift_, sign_shift_;
+  std::uint32_t magnitude_mask_, limit_bits_, rebias_, min_normal_bits_, first_normal_code_, first_special_;
+  float step_, inverse_step_;
+};
+#endif
+
 /// reconstruct_block's steps on one register of pairs: R's values (as float bits) of the visible
 /// codes h and extra fields e, by the pair_form Form (the layout's pair_form_for).
 template <pair_form Form>
@@ -337,6 +427,10 @@ class pair_restorer {
 #if defined(__AVX512F__) && defined(__F16C__)
         ,
         binary16_(l.kept_bits())
+#endif
+#if defined(__AVX512F__)
+        ,
+        rebiased_(l)
 #endif
   {
   }
@@ -352,6 +446,11 @@ class pair_restorer {
       if (field_lanes v; binary16_.restore(h, e, v)) return v;
     }
 #endif
+#if defined(__AVX512F__)
+    if constexpr (Form == pair_form::rebiased) {
+      if (field_lanes v; rebiased_.restore((h << kept_) | e, v)) return v;
+    }
+#endif
     return minifloat::detail::value_lanes(codec_, (h << kept_) | e,
                                           [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
   }
@@ -363,6 +462,9 @@ class pair_restorer {
   bool stochastic_;
 #if defined(__AVX512F__) && defined(__F16C__)
   binary16_pairs binary16_;
+#endif
+#if defined(__AVX512F__)
+  rebiased_pairs rebiased_;
 #endif
 };
 
@@ -396,6 +498,10 @@ class pair_splitter {
         ,
         binary16_(sp.kept)
 #endif
+#if defined(__AVX512F__)
+        ,
+        rebiased_(sp.layout)
+#endif
   {
   }
 
@@ -405,19 +511,25 @@ class pair_splitter {
   [[gnu::always_inline]] bool operator()(field_lanes u, std::uint64_t at, field_lanes& h, field_lanes& e) {
     namespace core = minifloat::detail;
     using src = source_layout<float>;
-#if defined(__AVX512F__) && defined(__F16C__)
-    if constexpr (Form == pair_form::f16c) {
+#if defined(__AVX512F__)
+    if constexpr (Form == pair_form::f16c || Form == pair_form::rebiased) {
       if (!core::any_lane_at_least(u << 1, src::inf_bits << 1)) {
-        const __m512 x = std::bit_cast<__m512>(u);
-        const __m256i truncated = binary16_pairs::truncated_codes(x);
-        h = binary16_pairs::widened(truncated);
-        e = binary16_.extra(x, binary16_pairs::values(truncated));
+        if constexpr (Form == pair_form::rebiased) {
+          const field_lanes wide = rebiased_.codes(u);
+          h = wide >> kept_;
+          e = wide & kept_mask_;
+        } else {
+          const __m512 x = std::bit_cast<__m512>(u);
+          const __m256i truncated = binary16_pairs::truncated_codes(x);
+          h = binary16_pairs::widened(truncated);
+          e = binary16_.extra(x, binary16_pairs::values(truncated));
+        }
         if (stochastic_) {
-          // The stochastic h is a binary16 value: vcvtps2ph gives its code exactly.
-          const field_lanes drawn =
-              binary16_pairs::widened(binary16_pairs::truncated_codes(std::bit_cast<__m512>(drawn_rounding(u, at))));
-          e |= core::select(drawn != h, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
-          h = drawn;
+          // The stochastic h is a value of the visible format: its code, exactly (vcvtps2ph, or
+          // R's code shifted right by n).
+          const field_lanes rounded = drawn_rounding(u, at);
+          if constexpr (Form == pair_form::rebiased) take_drawn(rebiased_.codes(rounded) >> kept_, h, e);
+          else take_drawn(binary16_pairs::widened(binary16_pairs::truncated_codes(std::bit_cast<__m512>(rounded))), h, e);
         }
         return true;
       }
@@ -446,14 +558,20 @@ class pair_splitter {
       field_lanes drawn;
       if constexpr (Form == pair_form::float_prefix) drawn = rounded >> 16;
       else drawn = core::code_lanes(round_codec_, rounded);
-      // NaN and Inf are not rounded (saturation would); the flag says h is one step from zero.
-      h = core::select((u & src::abs_mask) >= src::inf_bits, truncated, drawn);
-      e |= core::select(h != truncated, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
+      // NaN and Inf are not rounded (saturation would).
+      take_drawn(core::select((u & src::abs_mask) >= src::inf_bits, truncated, drawn), h, e);
     }
     return true;
   }
 
  private:
+  /// The stochastic split's fields from the truncating split's (h, e) and the stochastic h's
+  /// codes: h becomes them, and e's flag says where they are one step from zero.
+  [[gnu::always_inline]] void take_drawn(field_lanes drawn, field_lanes& h, field_lanes& e) const {
+    e |= minifloat::detail::select(drawn != h, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
+    h = drawn;
+  }
+
   /// u rounded stochastically to the visible format (saturating), the core's bits: round_lanes,
   /// except that with plain_first_ a register whose lanes are all zero or in the format's normal
   /// range takes round_bits' single-binade form directly, which costs fewer instructions than
@@ -477,6 +595,9 @@ class pair_splitter {
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__) && defined(__F16C__)
   binary16_pairs binary16_;
+#endif
+#if defined(__AVX512F__)
+  rebiased_pairs rebiased_;
 #endif
 };
 
@@ -713,6 +834,14 @@ void with_field_types(const split_layout& l, F f) {
   };
   constexpr std::integral_constant<pair_form, pair_form::core> core_form;
   const pair_form form = pair_form_for(l);
+#if defined(__AVX512F__)
+  if (form == pair_form::rebiased) {
+    constexpr std::integral_constant<pair_form, pair_form::rebiased> rebiased_form;
+    if (l.visible_bits() == 8) with_extra(std::uint8_t{}, rebiased_form);
+    else with_extra(std::uint16_t{}, rebiased_form);
+    return;
+  }
+#endif
   if (l.visible_bits() == 8) with_extra(std::uint8_t{}, core_form);
   else if (form == pair_form::float_prefix)
     with_extra(std::uint16_t{}, std::integral_constant<pair_form, pair_form::float_prefix>{});
