@@ -421,13 +421,15 @@ void check_storable(const W& t, Dry dry, const char* who) {
 inline constexpr std::size_t field_tile = 256;
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of w (byte_field_weights),
-/// restored into `tile`, and stores the tile back.
+/// restored into `tile`, and stores the tile back (a stochastic layout's rounding of the tile in
+/// one batch first: byte_field_weights::draw).
 /// Flattened: without it GCC left lane_random's draw (the stochastic layouts' random words, with
 /// its state) out of line in the binary16 tile loop, which made SGD fp16+8 stochastic 12 ms
 /// instead of 9.3 ms (Adam 17.8 -> 14.8 ms; the other layouts gained or kept their time).
 template <class Fields, class Step>
 [[gnu::flatten]] void step_tiles(Fields w, Step step) {
   constexpr std::size_t lanes = Fields::lanes;
+  static_assert(field_tile == Fields::draw_values, "a tile is rounded stochastically in one batch (byte_field_weights::draw)");
   alignas(64) float tile[field_tile];
   const std::size_t n = w.size();
   std::size_t start = 0;
@@ -437,11 +439,13 @@ template <class Fields, class Step>
   for (; start + field_tile <= n; start += field_tile) {
     for (std::size_t i = 0; i < field_tile; i += lanes) w.load(start + i, lanes, tile + i);
     step(tile, start, field_tile);
+    w.draw(start, field_tile, tile);  // the stochastic layouts' rounding, in one batch
     for (std::size_t i = 0; i < field_tile; i += lanes) w.store(start + i, lanes, tile + i);
   }
   const std::size_t m = n - start;
   for (std::size_t i = 0; i < m; i += lanes) w.load(start + i, std::min(lanes, m - i), tile + i);
   step(tile, start, m);
+  w.draw(start, m, tile);
   for (std::size_t i = 0; i < m; i += lanes) w.store(start + i, std::min(lanes, m - i), tile + i);
 }
 

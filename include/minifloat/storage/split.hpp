@@ -505,6 +505,36 @@ class pair_splitter {
   {
   }
 
+  /// The most values draw_tile takes at once.
+  static constexpr std::size_t tile_draw_values = 256;
+
+  /// For a stochastic split, rounds the floats at `values` (`count` of them, element indices
+  /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) stochastically
+  /// in one loop of their own, drawing their random words there, for the calls of operator() on
+  /// the same floats, a register from at, at + field_lane_count, ... each, that follow (until the
+  /// next draw_tile): those calls read the rounded bits instead of drawing and rounding. The same
+  /// bits (drawn_rounding is a function of the floats and their words alone), but the
+  /// generator's round keys and the rounding's constants stay in registers for the batch, and
+  /// the split loop holds neither (per 16M step, CPU time, medians of 3 alternated with the build
+  /// before, load 3.7, 2026-11-25: SGD fp16+8 stochastic 9.29 -> 8.54 ms, e4m3+8 16.9 -> 15.1 ms,
+  /// Adam fp16+8 15.0 -> 13.4 ms; SGD bf16+8 6.9 -> 7.1 ms, within its spread; docs/performance.md,
+  /// "what bounds them"). A register's bits are found from its own index alone (no tile start
+  /// kept: with one, GCC reloaded it in the split loop).
+  [[gnu::always_inline]] void draw_tile(std::uint64_t at, const float* values, std::size_t count) {
+    if (!stochastic_) return;
+    tile_drawn_ = true;
+    const std::uint64_t first = first_draw_ + at;
+    const auto batch = [&](auto draw) {
+      for (std::size_t r = 0, i = 0; i < count; ++r, i += field_lane_count) {
+        const std::size_t n = std::min(field_lane_count, count - i);
+        tile_rounded_[r] = rounded(minifloat::detail::load_lanes<field_lanes>(values + i, n), draw(first + i));
+      }
+    };
+    // The aligned registers of whole ARS blocks (the usual case) skip lane_random's joining.
+    if (first % field_lane_count == 0) batch([&](std::uint64_t i) { return draw_.aligned(i); });
+    else batch([&](std::uint64_t i) { return draw_(i); });
+  }
+
   /// The fields (h, e) of the floats whose bits are u, element index `at` (of the split's
   /// numbering) in lane 0; false when one has no code in the restored format (then h and e are
   /// not set).
@@ -572,14 +602,20 @@ class pair_splitter {
     h = drawn;
   }
 
-  /// u rounded stochastically to the visible format (saturating), the core's bits: round_lanes,
-  /// except that with plain_first_ a register whose lanes are all zero or in the format's normal
-  /// range takes round_bits' single-binade form directly, which costs fewer instructions than
-  /// round_lanes' stochastic float form (SGD fp16+8 stochastic 9.3 ms against 9.8-9.9 ms without
-  /// the shortcut, bf16+8 stochastic 6.8 against 7.2 ms, CPU time, 2026-11-24).
+  /// The floats u (element `at` in lane 0) rounded stochastically with their draws: draw_tile's
+  /// batch when it has rounded them, else rounded() now.
   [[gnu::always_inline]] field_lanes drawn_rounding(field_lanes u, std::uint64_t at) {
+    if (tile_drawn_) return tile_rounded_[at / field_lane_count % tile_draw_registers];
+    return rounded(u, draw_(first_draw_ + at));
+  }
+  /// u rounded stochastically to the visible format (saturating) with the words `random`, the
+  /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
+  /// or in the format's normal range takes round_bits' single-binade form directly, which costs
+  /// fewer instructions than round_lanes' stochastic float form (SGD fp16+8 stochastic 9.3 ms
+  /// against 9.8-9.9 ms without the shortcut, bf16+8 stochastic 6.8 against 7.2 ms, CPU time,
+  /// 2026-11-24).
+  [[gnu::always_inline]] field_lanes rounded(field_lanes u, field_lanes random) {
     namespace core = minifloat::detail;
-    const field_lanes random = draw_(first_draw_ + at);
     if (plain_first_ && core::plain_register(round_, u << 1))
       return core::round_bits<rounding::stochastic, core::lane_path::plain>(round_, u, random);
     return core::round_lanes<rounding::stochastic, false>(round_, u, random, unused_, ~field_lanes{}, round_float_add_);
@@ -592,6 +628,9 @@ class pair_splitter {
   std::uint32_t kept_mask_, limit_bits_;
   std::uint64_t first_draw_;
   minifloat::detail::lane_random<field_lanes> draw_;
+  static constexpr std::size_t tile_draw_registers = tile_draw_values / field_lane_count;
+  bool tile_drawn_ = false;  ///< whether draw_tile has rounded the floats the next calls split
+  field_lanes tile_rounded_[tile_draw_registers];
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__) && defined(__F16C__)
   binary16_pairs binary16_;
@@ -674,6 +713,14 @@ class byte_field_weights {
                                    restore_(load_fields<Visible>(visible_ + i * sizeof(Visible), count),
                                             load_fields<Extra>(extra_ + i * sizeof(Extra), count)),
                                    count);
+  }
+  /// The most weights one draw() takes.
+  static constexpr std::size_t draw_values = pair_splitter<Form>::tile_draw_values;
+  /// For a stochastic layout, rounds the values `in` of weights [i, i + count) (i a multiple of
+  /// draw_values, count <= draw_values) stochastically in one batch before store(i, ..., in) and
+  /// the stores of the registers after it store the same values (pair_splitter::draw_tile).
+  [[gnu::always_inline]] void draw(std::size_t i, std::size_t count, const float* in) {
+    split_.draw_tile(i, in, count);
   }
   /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
   /// an all_finite format: a step checks that first).
