@@ -422,31 +422,26 @@ inline constexpr std::size_t field_tile = 256;
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of w (byte_field_weights),
 /// restored into `tile`, and stores the tile back (a stochastic layout's rounding of the tile in
-/// one batch first: byte_field_weights::draw).
-/// Flattened: without it GCC left lane_random's draw (the stochastic layouts' random words, with
-/// its state) out of line in the binary16 tile loop, which made SGD fp16+8 stochastic 12 ms
-/// instead of 9.3 ms (Adam 17.8 -> 14.8 ms; the other layouts gained or kept their time).
+/// one batch first: byte_field_weights::draw). The restore and the split are w's out-of-line
+/// load_tile and store_tile; the step is flattened into each tile loop.
 template <class Fields, class Step>
 [[gnu::flatten]] void step_tiles(Fields w, Step step) {
-  constexpr std::size_t lanes = Fields::lanes;
-  static_assert(field_tile == Fields::draw_values, "a tile is rounded stochastically in one batch (byte_field_weights::draw)");
+  static_assert(field_tile == Fields::tile_values, "a tile is restored, rounded and split in one call each");
   alignas(64) float tile[field_tile];
   const std::size_t n = w.size();
   std::size_t start = 0;
-  // Whole tiles and the last one are written out separately on purpose: with the constant sizes
-  // the whole tiles compile to full-register loads and stores; one shared body taking the size as
-  // an argument made SGD fp16+8 2.6x slower (7.4-7.6 -> 19.7-22.3 ms per 16M step, measured).
+  // Whole tiles and the last one are written out separately on purpose: with the constant size
+  // the whole tiles' step compiles to full-register loads and stores; one shared body taking the
+  // size as an argument made SGD fp16+8 2.6x slower (7.4-7.6 -> 19.7-22.3 ms per 16M step, measured).
   for (; start + field_tile <= n; start += field_tile) {
-    for (std::size_t i = 0; i < field_tile; i += lanes) w.load(start + i, lanes, tile + i);
+    w.load_tile(start, field_tile, tile);
     step(tile, start, field_tile);
-    w.draw(start, field_tile, tile);  // the stochastic layouts' rounding, in one batch
-    for (std::size_t i = 0; i < field_tile; i += lanes) w.store(start + i, lanes, tile + i);
+    w.store_tile(start, field_tile, tile);
   }
   const std::size_t m = n - start;
-  for (std::size_t i = 0; i < m; i += lanes) w.load(start + i, std::min(lanes, m - i), tile + i);
+  w.load_tile(start, m, tile);
   step(tile, start, m);
-  w.draw(start, m, tile);
-  for (std::size_t i = 0; i < m; i += lanes) w.store(start + i, std::min(lanes, m - i), tile + i);
+  w.store_tile(start, m, tile);
 }
 
 /// A step in two phases — check, then commit — so that a multi-tensor step can check every group
