@@ -421,9 +421,9 @@ void check_storable(const W& t, Dry dry, const char* who) {
 inline constexpr std::size_t field_tile = 256;
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of w (byte_field_weights),
-/// restored into `tile`, and stores the tile back (a stochastic layout's rounding of the tile in
-/// one batch first: byte_field_weights::draw). The restore and the split are w's out-of-line
-/// load_tile and store_tile; the step is flattened into each tile loop.
+/// restored into `tile`, and stores the tile back. The restore and the split (a stochastic
+/// layout's rounding of the tile in one batch first) are w's out-of-line load_tile and
+/// store_tile; the step is flattened into each tile loop.
 template <class Fields, class Step>
 [[gnu::flatten]] void step_tiles(Fields w, Step step) {
   static_assert(field_tile == Fields::tile_values, "a tile is restored, rounded and split in one call each");

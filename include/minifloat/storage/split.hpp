@@ -714,14 +714,6 @@ class byte_field_weights {
                                             load_fields<Extra>(extra_ + i * sizeof(Extra), count)),
                                    count);
   }
-  /// The most weights one draw() takes.
-  static constexpr std::size_t draw_values = pair_splitter<Form>::tile_draw_values;
-  /// For a stochastic layout, rounds the values `in` of weights [i, i + count) (i a multiple of
-  /// draw_values, count <= draw_values) stochastically in one batch before store(i, ..., in) and
-  /// the stores of the registers after it store the same values (pair_splitter::draw_tile).
-  [[gnu::always_inline]] void draw(std::size_t i, std::size_t count, const float* in) {
-    split_.draw_tile(i, in, count);
-  }
   /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
   /// an all_finite format: a step checks that first).
   [[gnu::always_inline]] void store(std::size_t i, std::size_t count, const float* in) {
@@ -733,9 +725,10 @@ class byte_field_weights {
   }
 
   /// The most weights one load_tile or store_tile takes (an optimizer's tile).
-  static constexpr std::size_t tile_values = draw_values;
-  /// load() over weights [i, i + count), count <= tile_values, and store() over them after
-  /// draw(). Out of line, each with its loops flattened: one copy per layout kind rather than
+  static constexpr std::size_t tile_values = pair_splitter<Form>::tile_draw_values;
+  /// load() over weights [i, i + count), count <= tile_values (i a multiple of it), and store()
+  /// over them after a stochastic layout's rounding of the tile in one batch
+  /// (pair_splitter::draw_tile). Out of line, each with its loops flattened: one copy per layout kind rather than
   /// one inlined into every optimizer variant's tile loop (SGD and Adam have 16 to 32 each),
   /// which made tests/storage/test_optimizers.cpp take 435 s to compile instead of 75 s. The
   /// cost, measured: SGD fp16+8 stochastic 8.3-8.4 -> 9.4-10.1 ms per 16M step, bf16+8
@@ -750,7 +743,7 @@ class byte_field_weights {
     for (std::size_t j = 0; j < count; j += lanes) load(i + j, std::min(lanes, count - j), out + j);
   }
   [[gnu::noinline, gnu::flatten]] void store_tile(std::size_t i, std::size_t count, const float* in) {
-    draw(i, count, in);
+    split_.draw_tile(i, in, count);
     if (count == tile_values) {
       for (std::size_t j = 0; j < tile_values; j += lanes) store(i + j, lanes, in + j);
       return;
