@@ -728,21 +728,17 @@ class byte_field_weights {
   static constexpr std::size_t tile_values = pair_splitter<Form>::tile_draw_values;
   /// load() over weights [i, i + count), count <= tile_values (i a multiple of it), and store()
   /// over them after a stochastic layout's rounding of the tile in one batch
-  /// (pair_splitter::draw_tile). Out of line, each with its loops flattened: one copy per layout kind rather than
-  /// one inlined into every optimizer variant's tile loop (SGD and Adam have 16 to 32 each),
-  /// which made tests/storage/test_optimizers.cpp take 435 s to compile instead of 75 s. The
-  /// cost, measured: SGD fp16+8 stochastic 8.3-8.4 -> 9.4-10.1 ms per 16M step, bf16+8
-  /// stochastic 6.6-6.8 -> 7.6 ms (CPU time; the truncating layouts and Adam within the spread).
-  /// A local copy of the object inside them (so that the field stores could not alias its
-  /// constants) was slower still (fp16+8 stochastic 16 ms).
-  [[gnu::noinline, gnu::flatten]] void load_tile(std::size_t i, std::size_t count, float* out) const {
+  /// (pair_splitter::draw_tile). Inlined into one tile loop per layout kind
+  /// (storage::detail::step_tiles), which holds the object as a local so that GCC knows the
+  /// field stores through byte pointers leave its constants alone.
+  [[gnu::always_inline]] void load_tile(std::size_t i, std::size_t count, float* out) const {
     if (count == tile_values) {  // whole tiles: full registers, a constant trip count
       for (std::size_t j = 0; j < tile_values; j += lanes) load(i + j, lanes, out + j);
       return;
     }
     for (std::size_t j = 0; j < count; j += lanes) load(i + j, std::min(lanes, count - j), out + j);
   }
-  [[gnu::noinline, gnu::flatten]] void store_tile(std::size_t i, std::size_t count, const float* in) {
+  [[gnu::always_inline]] void store_tile(std::size_t i, std::size_t count, const float* in) {
     split_.draw_tile(i, in, count);
     if (count == tile_values) {
       for (std::size_t j = 0; j < tile_values; j += lanes) store(i + j, lanes, in + j);
