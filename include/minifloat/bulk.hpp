@@ -73,21 +73,52 @@ struct lane_random {
 #endif
 #endif
 
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+  /// The four ARS counter blocks (block_index + j, domain), j < 4, of one 512-bit register.
+  static __m512i counters512(std::uint64_t block_index) {
+    const __m512i offsets = _mm512_set_epi64(static_cast<long long>(domain), 3, static_cast<long long>(domain), 2,
+                                             static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
+    return _mm512_mask_add_epi64(offsets, 0x55, offsets, _mm512_set1_epi64(static_cast<long long>(block_index)));
+  }
+  /// ARS-5 of four counter blocks: the register of draws they give.
+  [[gnu::always_inline]] V encrypted(__m512i x) const {
+    x = _mm512_xor_si512(x, every_block512(round_keys[0]));
+    for (int k = 1; k < ars_rounds; ++k) x = _mm512_aesenc_epi128(x, every_block512(round_keys[k]));
+    x = _mm512_aesenclast_epi128(x, every_block512(round_keys[ars_rounds]));
+    V v;
+    std::memcpy(&v, &x, sizeof v);
+    return v;
+  }
+#endif
+
+  /// Calls f(k, aligned(first + k * lanes)) for k = 0, 1, ..., count - 1 in order (first a
+  /// multiple of lanes). With AVX-512 and VAES the counters advance by one vector add per
+  /// register instead of being rebuilt from the index (lea, shift, broadcast and masked add),
+  /// unless the index wraps past 2^64 - 1 inside the run.
+  template <class F>
+  [[gnu::always_inline]] void aligned_run(std::uint64_t first, std::size_t count, F f) const {
+#if defined(__VAES__) && defined(__AES__) && defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+    if constexpr (blocks == 4) {
+      if (first <= ~std::uint64_t{0} - count * lanes) {
+        __m512i counters = counters512(first / draws_per_block);
+        const __m512i advance = _mm512_maskz_set1_epi64(0x55, static_cast<long long>(blocks));
+        for (std::size_t k = 0; k < count; ++k) {
+          f(k, encrypted(counters));
+          counters = _mm512_add_epi64(counters, advance);
+        }
+        return;
+      }
+    }
+#endif
+    for (std::size_t k = 0; k < count; ++k) f(k, aligned(first + k * lanes));
+  }
+
   /// The draws of indices first..first+lanes-1, first a multiple of lanes.
   [[gnu::always_inline]] V aligned(std::uint64_t first) const {
     const std::uint64_t block_index = first / draws_per_block;
     V v;
 #if defined(__VAES__) && defined(__AES__) && defined(__AVX512F__) && !defined(__CUDA_ARCH__)
-    if constexpr (blocks == 4) {
-      const __m512i offsets = _mm512_set_epi64(static_cast<long long>(domain), 3, static_cast<long long>(domain), 2,
-                                               static_cast<long long>(domain), 1, static_cast<long long>(domain), 0);
-      __m512i x = _mm512_mask_add_epi64(offsets, 0x55, offsets, _mm512_set1_epi64(static_cast<long long>(block_index)));
-      x = _mm512_xor_si512(x, every_block512(round_keys[0]));
-      for (int k = 1; k < ars_rounds; ++k) x = _mm512_aesenc_epi128(x, every_block512(round_keys[k]));
-      x = _mm512_aesenclast_epi128(x, every_block512(round_keys[ars_rounds]));
-      std::memcpy(&v, &x, sizeof v);
-      return v;
-    }
+    if constexpr (blocks == 4) return encrypted(counters512(block_index));
 #endif
 #if defined(__VAES__) && defined(__AES__) && defined(__AVX2__) && !defined(__CUDA_ARCH__)
     if constexpr (blocks == 2) {
@@ -470,27 +501,32 @@ inline bool stochastic_float_applies(const rounding_plan<float>& p) {
 }
 #endif
 
-/// True when every lane of the register (given as u << 1) is zero or plain: between the smallest
-/// normal and the overflow threshold, where nothing is counted (round_lanes' single-binade shortcut).
-template <std::floating_point S, class V>
-[[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
-  using src = source_layout<S>;
-  using bits = typename src::bits;
-  const bits normal2 = (p.emin_field << src::mantissa_bits) << 1;
-  const bits plain_span2 = (p.threshold_bits << 1) - normal2;
+/// True when every lane of the register of source bits shifted left once (`twice`) is zero or in
+/// [low2, low2 + span2), bounds given the same way.
+template <class V, class Bits>
+[[gnu::always_inline]] inline bool zero_or_within(V twice, Bits low2, Bits span2) {
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
-  if constexpr (sizeof(V) == 64 && sizeof(bits) == 4) {
+  if constexpr (sizeof(V) == 64 && sizeof(Bits) == 4) {
     // Compares into mask registers: the generic form below compiles to a vector of -1/0 that is
     // turned back into a mask and tested again (3 more instructions per register).
     __m512i t;
     std::memcpy(&t, &twice, 64);
-    const __mmask16 off = _mm512_mask_cmpge_epu32_mask(
-        _mm512_test_epi32_mask(t, t), _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(normal2))),
-        _mm512_set1_epi32(static_cast<int>(plain_span2)));
-    return p.plain_path && off == 0;
+    const __mmask16 off =
+        _mm512_mask_cmpge_epu32_mask(_mm512_test_epi32_mask(t, t), _mm512_sub_epi32(t, _mm512_set1_epi32(static_cast<int>(low2))),
+                                     _mm512_set1_epi32(static_cast<int>(span2)));
+    return off == 0;
   }
 #endif
-  return p.plain_path && !any_lane((twice - normal2 >= plain_span2) & (twice != 0));
+  return !any_lane((twice - low2 >= span2) & (twice != 0));
+}
+
+/// True when every lane of the register (given as u << 1) is zero or plain: between the smallest
+/// normal and the overflow threshold, where nothing is counted (round_lanes' single-binade shortcut).
+template <std::floating_point S, class V>
+[[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
+  using bits = typename source_layout<S>::bits;
+  const bits normal2 = (p.emin_field << source_layout<S>::mantissa_bits) << 1;
+  return p.plain_path && zero_or_within(twice, normal2, static_cast<bits>((p.threshold_bits << 1) - normal2));
 }
 
 /// True when Mode, S and V have the float-arithmetic form (float_add_rounding).

@@ -253,6 +253,23 @@ namespace detail {
 
 enum class lane_path : std::uint8_t { plain, finite, any };
 
+/// What stochastic rounding on lane_path::plain (below) adds to the source bits before clearing
+/// the dropped ones: the complemented random word's top d bits, for d dropped bits. It carries
+/// into the kept bits exactly when the general path's comparison (random < fraction) holds, so
+/// both paths draw the same results.
+template <std::floating_point S, class L>
+constexpr L plain_stochastic_addend(const rounding_plan<S>& p, L random) {
+  constexpr int W = source_layout<S>::width;
+  return (~random & p.random_mask) >> (W - 1 - static_cast<int>(p.d_normal)) >> 1;
+}
+
+/// Lane-wise, whether stochastic rounding on lane_path::plain rounds u away from zero, before
+/// any saturation: whether its dropped bits and plain_stochastic_addend carry.
+template <std::floating_point S, class L>
+constexpr auto plain_stochastic_carries(const rounding_plan<S>& p, L u, L random) {
+  return (u & p.plain_below) + plain_stochastic_addend(p, random) > p.plain_below;
+}
+
 /// The rounding core. `u` holds source bits (a scalar or a SIMD vector of them), `random` a
 /// uniform word per value (read by stochastic rounding only). Returns the rounded value's bits.
 ///
@@ -285,9 +302,7 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     else if constexpr (Mode == rounding::nearest_even) r = (u + p.plain_even_bias + ((u >> d) & p.plain_odd_mask)) & p.plain_keep;
     else if constexpr (Mode == rounding::nearest_away) r = (u + p.plain_half) & p.plain_keep;
     else if constexpr (Mode == rounding::stochastic) {
-      // Adding the complemented random word carries into the kept bits exactly when the general
-      // path's comparison (random < fraction) holds, so both paths draw the same results.
-      r = (u + ((~random & p.random_mask) >> (W - 1 - d) >> 1)) & p.plain_keep;
+      r = (u + plain_stochastic_addend(p, random)) & p.plain_keep;
     } else if constexpr (Mode == rounding::to_odd) {
       // (dropped + below) reaches the step bit exactly when a dropped bit is set: no compare.
       r = (u & p.plain_keep) | (((u & p.plain_below) + p.plain_below) & (p.plain_below + 1));
