@@ -249,21 +249,13 @@ template <class Field>
 
 /// How one register of pairs is split and restored, chosen once per layout. Every form gives the
 /// core's bits (tests/storage/test_split.cpp compares them with the scalar core, exhaustively
-/// for the pairs of binary16 + 8):
+/// for the pairs of binary16 + 8, e4m3 + 8, e5m2 + 8 and fp(6,9,0) + 8):
 ///  - float_prefix (bfloat16 visible, any kept bits): R = fp(8, 7 + n, 127) has float's binades,
 ///    so R's toward-zero code of x is canonical_nan_bits(x) >> (16 - n) and a code's value is the
 ///    code shifted back; a stochastic h (a bfloat16 value) is its float bits' top half.
-///  - f16c (binary16 visible, AVX-512 and F16C): h = vcvtps2ph toward zero (truncating to R and
-///    then to binary16 is truncating to binary16: R's grid contains binary16's, with the same
-///    binades, and both stop at max on overflow), the extra field floor(|x - h| / s) with s =
-///    R's step in h's binade, 2^(max(e_h, -14) - 10 - n) (x - h is exact: same sign and binade,
-///    or both below 2^-14 on R's fixed grid; a quotient beyond the field, which only x beyond
-///    binary16's largest value reaches, is the field's largest value, as the core saturates),
-///    and R's value of a pair h + s * e (exact: at most 11 + n significant bits). Registers with
-///    NaN or Inf lanes (in x, or among h's codes) take the core.
 ///  - rebiased (AVX-512; visible formats with a sign, subnormals and an ieee, nan_only or
 ///    all_finite encoding whose restored values R = fp(E, M', bias), M' = M + n, are all zero or
-///    normal floats: e4m3, e5m2, the papers' fp(e, m, b) with bias + M' <= 127): R's normal codes
+///    normal floats: binary16, e4m3, e5m2, the papers' fp(e, m, b) with bias + M' <= 127): R's normal codes
 ///    are float bits with the exponent field rebiased, (bits - (127 - bias) * 2^23) >> (23 - M')
 ///    (the shift truncates, so this is rounding toward zero), and R's subnormal codes count R's
 ///    smallest step s = 2^(1 - bias - M'), trunc(|x| / s) (|x| / s exact, converted toward zero);
@@ -274,7 +266,7 @@ template <class Field>
 ///    whether or not DAZ or FTZ zero it first, so MXCSR does not change the bits. Registers with
 ///    NaN or Inf lanes (in x, or among h's codes) take the core.
 ///  - core: round_lanes, code_lanes and value_lanes.
-enum class pair_form : std::uint8_t { core, float_prefix, f16c, rebiased };
+enum class pair_form : std::uint8_t { core, float_prefix, rebiased };
 
 /// Whether R's codes of a layout are rebiased floats (pair_form::rebiased's conditions).
 constexpr bool rebiased_floats(const split_layout& l) {
@@ -287,72 +279,11 @@ constexpr bool rebiased_floats(const split_layout& l) {
 
 inline pair_form pair_form_for(const split_layout& l) {
   if (l.visible == bfloat16) return pair_form::float_prefix;
-#if defined(__AVX512F__) && defined(__F16C__)
-  if (sizeof(field_lanes) == 64 && l.visible == binary16) return pair_form::f16c;
-#endif
 #if defined(__AVX512F__)
   if (sizeof(field_lanes) == 64 && rebiased_floats(l)) return pair_form::rebiased;
 #endif
   return pair_form::core;
 }
-
-#if defined(__AVX512F__) && defined(__F16C__)
-/// The f16c form's pieces (see pair_form) on 16 lanes.
-class binary16_pairs {
- public:
-  explicit binary16_pairs(int kept)
-      : min_binade_(static_cast<std::uint32_t>(127 + binary16.emin()) << 23),
-        step_offset_(static_cast<std::uint32_t>(binary16.mantissa_bits + kept) << 23),
-        field_max_(static_cast<float>(low_bits(kept))) {}
-
-  /// x's binary16 codes rounded toward zero, 16 bits a lane.
-  [[gnu::always_inline]] static __m256i truncated_codes(__m512 x) {
-    // The zero-masked forms with a full mask, for GCC 12 (see bulk.hpp's float_add_rounding).
-    return _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  }
-  [[gnu::always_inline]] static __m512 values(__m256i codes) {
-    return _mm512_maskz_cvtph_ps(minifloat::detail::all_lanes16, codes);
-  }
-  [[gnu::always_inline]] static field_lanes widened(__m256i codes) {
-    return std::bit_cast<field_lanes>(_mm512_maskz_cvtepu16_epi32(minifloat::detail::all_lanes16, codes));
-  }
-  /// R's step s in the binade of h (h's value as float bits, finite): as float bits.
-  [[gnu::always_inline]] __m512i step(__m512i h) const {
-    const __m512i binade = _mm512_maskz_max_epu32(minifloat::detail::all_lanes16,
-                                                  _mm512_and_si512(h, _mm512_set1_epi32(0x7F800000)),
-                                                  _mm512_set1_epi32(static_cast<int>(min_binade_)));
-    return _mm512_sub_epi32(binade, _mm512_set1_epi32(static_cast<int>(step_offset_)));
-  }
-  /// The extra fields of finite x whose truncated codes are h.
-  [[gnu::always_inline]] field_lanes extra(__m512 x, __m512 h) const {
-    const __m512 residual = _mm512_abs_ps(_mm512_sub_ps(x, h));
-    // 1 / s: the step's exponent field mirrored about 127 (s is a power of two).
-    const __m512i inverse = _mm512_sub_epi32(_mm512_set1_epi32(254 << 23), step(_mm512_castps_si512(h)));
-    const __m512 quotient = _mm512_maskz_min_ps(minifloat::detail::all_lanes16,
-                                                _mm512_mul_ps(residual, _mm512_castsi512_ps(inverse)),
-                                                _mm512_set1_ps(field_max_));
-    return std::bit_cast<field_lanes>(_mm512_maskz_cvttps_epu32(minifloat::detail::all_lanes16, quotient));
-  }
-  /// R's values (float bits) of the pairs (h, e); false when an h is NaN or Inf.
-  [[gnu::always_inline]] bool restore(field_lanes h, field_lanes e, field_lanes& out) const {
-    const __m512 value =
-        values(_mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(h)));
-    const __m512i bits = _mm512_castps_si512(value);
-    const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000U)));
-    if (_mm512_cmpge_epu32_mask(_mm512_xor_si512(bits, sign), _mm512_set1_epi32(0x7F800000)) != 0) return false;
-    const __m512 low =
-        _mm512_mul_ps(_mm512_maskz_cvtepu32_ps(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(e)),
-                      _mm512_castsi512_ps(step(bits)));
-    const __m512 signed_low = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(low), sign));
-    out = std::bit_cast<field_lanes>(_mm512_add_ps(value, signed_low));
-    return true;
-  }
-
- private:
-  std::uint32_t min_binade_, step_offset_;
-  float field_max_;
-};
-#endif
 
 #if defined(__AVX512F__)
 /// The rebiased form's pieces (see pair_form) on 16 lanes, for R = l.restored().
@@ -424,10 +355,6 @@ class pair_restorer {
         kept_(l.kept_bits()),
         kept_mask_(low_bits(l.kept_bits())),
         stochastic_(l.mode == split_mode::stochastic)
-#if defined(__AVX512F__) && defined(__F16C__)
-        ,
-        binary16_(l.kept_bits())
-#endif
 #if defined(__AVX512F__)
         ,
         rebiased_(l)
@@ -441,11 +368,6 @@ class pair_restorer {
       e &= kept_mask_;
     }
     if constexpr (Form == pair_form::float_prefix) return canonical_nan_bits((h << kept_ | e) << (16 - kept_));
-#if defined(__AVX512F__) && defined(__F16C__)
-    if constexpr (Form == pair_form::f16c) {
-      if (field_lanes v; binary16_.restore(h, e, v)) return v;
-    }
-#endif
 #if defined(__AVX512F__)
     if constexpr (Form == pair_form::rebiased) {
       if (field_lanes v; rebiased_.restore((h << kept_) | e, v)) return v;
@@ -460,9 +382,6 @@ class pair_restorer {
   int kept_;
   std::uint32_t kept_mask_;
   bool stochastic_;
-#if defined(__AVX512F__) && defined(__F16C__)
-  binary16_pairs binary16_;
-#endif
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
 #endif
@@ -489,15 +408,15 @@ class pair_splitter {
         // a register of weights is almost always plain and the test predictable; above that
         // (e4m3: 2^-6) N(0, 0.02) weights mix in most registers and the test would mispredict.
         plain_first_(sp.layout.visible.emin() <= -14),
+        successor_codes_(successor_codes(sp.stochastic.plan())),
+        plain_carries_(plain_first_ && round_.plain_path),
+        normal2_((round_.emin_field << 23) << 1),
+        below_top_span2_(((round_.max_bits & 0x7F800000U) << 1) - normal2_),
         kept_(sp.kept),
         kept_mask_(sp.kept_mask),
         limit_bits_(std::bit_cast<std::uint32_t>(sp.limit)),
         first_draw_(sp.stochastic.first_index() + first_draw),
         draw_(sp.stochastic.rng())
-#if defined(__AVX512F__) && defined(__F16C__)
-        ,
-        binary16_(sp.kept)
-#endif
 #if defined(__AVX512F__)
         ,
         rebiased_(sp.layout)
@@ -510,29 +429,34 @@ class pair_splitter {
 
   /// For a stochastic split, rounds the floats at `values` (`count` of them, element indices
   /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) stochastically
-  /// in one loop of their own, drawing their random words there, for the calls of operator() on
-  /// the same floats, a register from at, at + field_lane_count, ... each, that follow (until the
-  /// next draw_tile): those calls read the rounded bits instead of drawing and rounding. The same
-  /// bits (drawn_rounding is a function of the floats and their words alone), but the
-  /// generator's round keys and the rounding's constants stay in registers for the batch, and
-  /// the split loop holds neither (per 16M step, CPU time, medians of 3 alternated with the build
-  /// before, load 3.7, 2026-11-25: SGD fp16+8 stochastic 9.29 -> 8.54 ms, e4m3+8 16.9 -> 15.1 ms,
-  /// Adam fp16+8 15.0 -> 13.4 ms; SGD bf16+8 6.9 -> 7.1 ms, within its spread; docs/performance.md,
-  /// "what bounds them"). A register's bits are found from its own index alone (no tile start
-  /// kept: with one, GCC reloaded it in the split loop).
+  /// in one loop of their own, drawing their random words there, and keeps only which lanes
+  /// rounded away from zero (rounded_up), for the calls of operator() on the same floats, a
+  /// register from at, at + field_lane_count, ... each, that follow (until the next draw_tile):
+  /// those calls read the flags instead of drawing and rounding. The same bits (rounded_up is a
+  /// function of the floats and their words alone), but the generator's round keys and the
+  /// rounding's constants stay in registers for the batch, and the split loop holds neither (per
+  /// 16M step, CPU time, medians of 3 alternated with the build before, load 3.7, 2026-11-25:
+  /// SGD fp16+8 stochastic 9.29 -> 8.54 ms, e4m3+8 16.9 -> 15.1 ms, Adam fp16+8 15.0 -> 13.4 ms;
+  /// SGD bf16+8 6.9 -> 7.1 ms, within its spread; docs/performance.md, "what bounds them"). A
+  /// register's flags are found from its own index alone (no tile start kept: with one, GCC
+  /// reloaded it in the split loop). Formats whose stochastic code is not always the truncated
+  /// code or its successor (successor_codes) round in the split loop instead.
   [[gnu::always_inline]] void draw_tile(std::uint64_t at, const float* values, std::size_t count) {
-    if (!stochastic_) return;
+    if (!stochastic_ || !successor_codes_) return;
     tile_drawn_ = true;
     const std::uint64_t first = first_draw_ + at;
-    const auto batch = [&](auto draw) {
-      for (std::size_t r = 0, i = 0; i < count; ++r, i += field_lane_count) {
-        const std::size_t n = std::min(field_lane_count, count - i);
-        tile_rounded_[r] = rounded(minifloat::detail::load_lanes<field_lanes>(values + i, n), draw(first + i));
-      }
+    const std::size_t registers = (count + field_lane_count - 1) / field_lane_count;
+    const auto round_register = [&](std::size_t r, field_lanes random) {
+      const std::size_t i = r * field_lane_count;
+      tile_rounded_up_[r] =
+          rounds_up(minifloat::detail::load_lanes<field_lanes>(values + i, std::min(field_lane_count, count - i)), random);
     };
     // The aligned registers of whole ARS blocks (the usual case) skip lane_random's joining.
-    if (first % field_lane_count == 0) batch([&](std::uint64_t i) { return draw_.aligned(i); });
-    else batch([&](std::uint64_t i) { return draw_(i); });
+    if (first % field_lane_count == 0) {
+      draw_.aligned_run(first, registers, round_register);
+    } else {
+      for (std::size_t r = 0; r < registers; ++r) round_register(r, draw_(first + r * field_lane_count));
+    }
   }
 
   /// The fields (h, e) of the floats whose bits are u, element index `at` (of the split's
@@ -542,24 +466,18 @@ class pair_splitter {
     namespace core = minifloat::detail;
     using src = source_layout<float>;
 #if defined(__AVX512F__)
-    if constexpr (Form == pair_form::f16c || Form == pair_form::rebiased) {
+    if constexpr (Form == pair_form::rebiased) {
       if (!core::any_lane_at_least(u << 1, src::inf_bits << 1)) {
-        if constexpr (Form == pair_form::rebiased) {
-          const field_lanes wide = rebiased_.codes(u);
-          h = wide >> kept_;
-          e = wide & kept_mask_;
-        } else {
-          const __m512 x = std::bit_cast<__m512>(u);
-          const __m256i truncated = binary16_pairs::truncated_codes(x);
-          h = binary16_pairs::widened(truncated);
-          e = binary16_.extra(x, binary16_pairs::values(truncated));
-        }
+        const field_lanes wide = rebiased_.codes(u);
+        h = wide >> kept_;
+        e = wide & kept_mask_;
         if (stochastic_) {
-          // The stochastic h is a value of the visible format: its code, exactly (vcvtps2ph, or
-          // R's code shifted right by n).
-          const field_lanes rounded = drawn_rounding(u, at);
-          if constexpr (Form == pair_form::rebiased) take_drawn(rebiased_.codes(rounded) >> kept_, h, e);
-          else take_drawn(binary16_pairs::widened(binary16_pairs::truncated_codes(std::bit_cast<__m512>(rounded))), h, e);
+          if (successor_codes_) {  // every lane finite here
+            take_rounded_up(drawn_up(u, at), h, e);
+          } else {
+            // The stochastic h is a value of the visible format: R's code shifted right by n.
+            take_drawn(rebiased_.codes(rounded(u, draw_(first_draw_ + at))) >> kept_, h, e);
+          }
         }
         return true;
       }
@@ -583,13 +501,18 @@ class pair_splitter {
     h = truncated;
     e = wide & kept_mask_;
     if (stochastic_) {
-      const field_lanes rounded = drawn_rounding(u, at);
-      // A bfloat16 value's code is its float bits' top half.
-      field_lanes drawn;
-      if constexpr (Form == pair_form::float_prefix) drawn = rounded >> 16;
-      else drawn = core::code_lanes(round_codec_, rounded);
+      const field_lanes not_finite = core::select((u & src::abs_mask) >= src::inf_bits, ~field_lanes{}, field_lanes{});
       // NaN and Inf are not rounded (saturation would).
-      take_drawn(core::select((u & src::abs_mask) >= src::inf_bits, truncated, drawn), h, e);
+      if (successor_codes_) {
+        take_rounded_up(drawn_up(u, at) & ~not_finite, h, e);
+      } else {
+        const field_lanes rounded = this->rounded(u, draw_(first_draw_ + at));
+        // A bfloat16 value's code is its float bits' top half.
+        field_lanes drawn;
+        if constexpr (Form == pair_form::float_prefix) drawn = rounded >> 16;
+        else drawn = core::code_lanes(round_codec_, rounded);
+        take_drawn(core::select(not_finite != 0, truncated, drawn), h, e);
+      }
     }
     return true;
   }
@@ -602,11 +525,40 @@ class pair_splitter {
     h = drawn;
   }
 
-  /// The floats u (element `at` in lane 0) rounded stochastically with their draws: draw_tile's
-  /// batch when it has rounded them, else rounded() now.
-  [[gnu::always_inline]] field_lanes drawn_rounding(field_lanes u, std::uint64_t at) {
-    if (tile_drawn_) return tile_rounded_[at / field_lane_count % tile_draw_registers];
-    return rounded(u, draw_(first_draw_ + at));
+  /// Whether the stochastic rounding of plan p gives, for every finite float, the truncated
+  /// value or the next one away from zero, whose code is the truncated code plus one: codes of
+  /// one sign are consecutive across binades (reconstruct_block's rule), and no zero, flush or
+  /// sign rule of the format (fnuz, flushing, E8M0) moves a result elsewhere.
+  static bool successor_codes(const rounding_plan<float>& p) {
+    return p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only;
+  }
+  /// All ones in the lanes where `rounded` (u's stochastic rounding, finite u) lies farther from
+  /// zero than u, which is where the stochastic code is the truncated code's successor (above).
+  /// Rounding keeps the sign (or makes -0 +0, which never lies farther), so the unsigned order of
+  /// the bits is the order of the magnitudes.
+  [[gnu::always_inline]] static field_lanes rounded_up(field_lanes u, field_lanes rounded) {
+    return minifloat::detail::select(rounded > u, ~field_lanes{}, field_lanes{});
+  }
+  /// The stochastic split's fields from the truncating split's (h, e) and rounded_up's lanes.
+  [[gnu::always_inline]] void take_rounded_up(field_lanes up, field_lanes& h, field_lanes& e) const {
+    h -= up;
+    e |= up & (std::uint32_t{1} << kept_);
+  }
+  /// rounded_up for the floats u (element `at` in lane 0) with their draws: draw_tile's batch
+  /// when it has rounded them, else now.
+  [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
+    if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
+    return rounds_up(u, draw_(first_draw_ + at));
+  }
+  /// rounded_up for the floats u rounded with the words `random`. With plain_carries_, a register
+  /// whose lanes are all zero or in the visible format's normal binades below its top one asks
+  /// the core whether plain rounding carries (plain_stochastic_carries) without rounding: no
+  /// rounding there reaches the saturation, and the carry is what rounds away from zero.
+  [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random) {
+    namespace core = minifloat::detail;
+    if (plain_carries_ && core::zero_or_within(u << 1, normal2_, below_top_span2_))
+      return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
+    return rounded_up(u, rounded(u, random));
   }
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
@@ -623,26 +575,27 @@ class pair_splitter {
 
   rounding_plan<float> truncate_, round_;
   minifloat::detail::codec_plan<float> truncate_codec_, round_codec_;
-  bool truncate_float_add_, round_float_add_, stochastic_, clamp_, finite_only_, plain_first_;
+  bool truncate_float_add_, round_float_add_, stochastic_, clamp_, finite_only_, plain_first_, successor_codes_,
+      plain_carries_;
+  std::uint32_t normal2_, below_top_span2_;  ///< rounds_up's bounds, as float bits shifted left once
   int kept_;
   std::uint32_t kept_mask_, limit_bits_;
   std::uint64_t first_draw_;
   minifloat::detail::lane_random<field_lanes> draw_;
   static constexpr std::size_t tile_draw_registers = tile_draw_values / field_lane_count;
   bool tile_drawn_ = false;  ///< whether draw_tile has rounded the floats the next calls split
-  field_lanes tile_rounded_[tile_draw_registers];
+  field_lanes tile_rounded_up_[tile_draw_registers];
   minifloat::detail::lane_counts<field_lanes> unused_;
-#if defined(__AVX512F__) && defined(__F16C__)
-  binary16_pairs binary16_;
-#endif
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
 #endif
 };
 
 /// Throws encode_block's std::domain_error for the first of `in` without a code in r's format
-/// (element `first` + its index): the rare path of the byte-wide kernels, kept out of line.
-[[gnu::noinline, noreturn]] inline void throw_uncoded(std::span<const float> in, const rounder<float>& r,
+/// (element `first` + its index): the rare path of the byte-wide kernels, kept out of line. r is
+/// taken by value: a reference would let the address of the caller's object escape, and GCC
+/// would then assume that the field stores through byte pointers may change its constants.
+[[gnu::noinline, noreturn]] inline void throw_uncoded(std::span<const float> in, const rounder<float> r,
                                                       std::size_t first) {
   std::uint32_t codes[block_values];
   encode_block(in, codes, r, first);
@@ -907,10 +860,6 @@ void with_field_types(const split_layout& l, F f) {
   if (l.visible_bits() == 8) with_extra(std::uint8_t{}, core_form);
   else if (form == pair_form::float_prefix)
     with_extra(std::uint16_t{}, std::integral_constant<pair_form, pair_form::float_prefix>{});
-#if defined(__AVX512F__) && defined(__F16C__)
-  else if (form == pair_form::f16c && l.extra_bits == 8)  // binary16's only byte-wide extra field
-    f(std::uint16_t{}, std::uint8_t{}, std::integral_constant<pair_form, pair_form::f16c>{});
-#endif
   else with_extra(std::uint16_t{}, core_form);
 }
 #endif
