@@ -470,11 +470,17 @@ inline bool stochastic_float_applies(const rounding_plan<float>& p) {
 /// fraction is 0 and it rounds to ±0 with or without DAZ; no other intermediate or result is a
 /// float subnormal, so FTZ changes nothing either.
 /// tests/test_bulk.cpp checks it against the core.
-[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_float_rounding(const rounding_plan<float>& p,
-                                                                              simd_t<std::uint32_t> u,
-                                                                              simd_t<std::uint32_t> random) {
+/// The first half of stochastic_float_rounding (below), for the magnitudes `a` (finite) of a
+/// register: each lane's step q, the fraction f of |x| / q, and the lanes that round away from
+/// zero (before any saturation).
+struct stochastic_float_decision {
+  __m512 q, f;
+  __mmask16 up;
+};
+[[gnu::always_inline]] inline stochastic_float_decision stochastic_float_decide(const rounding_plan<float>& p,
+                                                                                simd_t<std::uint32_t> a,
+                                                                                simd_t<std::uint32_t> random) {
   using V = simd_t<std::uint32_t>;
-  const V a = u & 0x7fffffffU;
   // q's bits: the lane's exponent field, at least the smallest normal's, less the m mantissa bits.
   const V q_bits = lane_max(a & 0x7f800000U, V{} + (p.emin_field << 23)) - ((23U - p.d_normal) << 23);
   const V over_q_bits = (254U << 23) - q_bits;  // 1/q
@@ -483,16 +489,25 @@ inline bool stochastic_float_applies(const rounding_plan<float>& p) {
   std::memcpy(&rv, &random, 64);
   std::memcpy(&qv, &q_bits, 64);
   std::memcpy(&oqv, &over_q_bits, 64);
-  const __m512 q = _mm512_castsi512_ps(qv);
   const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(oqv));
-  // f = t - trunc(t) in one vreduceps; n * q = |x| - f * q, exact, in one fused multiply-add.
+  // f = t - trunc(t) in one vreduceps.
   const __m512 f = _mm512_maskz_reduce_round_ps(all_lanes16, t, _MM_FROUND_TO_ZERO, _MM_FROUND_NO_EXC);
   const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, _mm512_mul_ps(f, _mm512_set1_ps(0x1p32f)));
   const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
-  const __mmask16 up =
-      _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask));
-  const __m512 down = _mm512_maskz_fnmadd_ps(all_lanes16, f, q, _mm512_castsi512_ps(av));
-  const __m512 magnitude = _mm512_mask_add_ps(down, up, down, q);
+  return {_mm512_castsi512_ps(qv), f, _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask))};
+}
+
+[[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_float_rounding(const rounding_plan<float>& p,
+                                                                              simd_t<std::uint32_t> u,
+                                                                              simd_t<std::uint32_t> random) {
+  using V = simd_t<std::uint32_t>;
+  const V a = u & 0x7fffffffU;
+  const stochastic_float_decision d = stochastic_float_decide(p, a, random);
+  __m512i av;
+  std::memcpy(&av, &a, 64);
+  // n * q = |x| - f * q, exact, in one fused multiply-add.
+  const __m512 down = _mm512_maskz_fnmadd_ps(all_lanes16, d.f, d.q, _mm512_castsi512_ps(av));
+  const __m512 magnitude = _mm512_mask_add_ps(down, d.up, down, d.q);
   V result;
   std::memcpy(&result, &magnitude, 64);
   if (p.overflow_bits == p.max_bits) result = lane_min(result, V{} + p.max_bits);  // saturate

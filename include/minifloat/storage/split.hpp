@@ -412,6 +412,7 @@ class pair_splitter {
         plain_carries_(plain_first_ && round_.plain_path),
         normal2_((round_.emin_field << 23) << 1),
         below_top_span2_(((round_.max_bits & 0x7F800000U) << 1) - normal2_),
+        top_binade_bits_(round_.max_bits & 0x7F800000U),
         kept_(sp.kept),
         kept_mask_(sp.kept_mask),
         limit_bits_(std::bit_cast<std::uint32_t>(sp.limit)),
@@ -558,6 +559,15 @@ class pair_splitter {
     namespace core = minifloat::detail;
     if (plain_carries_ && core::zero_or_within(u << 1, normal2_, below_top_span2_))
       return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
+#if defined(__AVX512F__)
+    // Likewise, below the top binade, the stochastic float form's decision without its result
+    // (registers that mix the visible format's subnormals and normals, as e4m3's weights do).
+    if (round_float_add_) {
+      const field_lanes a = u & source_layout<float>::abs_mask;
+      if (!core::any_lane_at_least(a, top_binade_bits_))
+        return std::bit_cast<field_lanes>(_mm512_movm_epi32(core::stochastic_float_decide(round_, a, random).up));
+    }
+#endif
     return rounded_up(u, rounded(u, random));
   }
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
@@ -578,6 +588,7 @@ class pair_splitter {
   bool truncate_float_add_, round_float_add_, stochastic_, clamp_, finite_only_, plain_first_, successor_codes_,
       plain_carries_;
   std::uint32_t normal2_, below_top_span2_;  ///< rounds_up's bounds, as float bits shifted left once
+  std::uint32_t top_binade_bits_;            ///< the visible format's top binade's first value
   int kept_;
   std::uint32_t kept_mask_, limit_bits_;
   std::uint64_t first_draw_;
