@@ -242,6 +242,13 @@ template <class Field>
 /// The low bytes of `count` lanes stored as byte-wide fields of type Field.
 template <class Field>
 [[gnu::always_inline]] inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(field_lanes) == 64 && sizeof(Field) == 2) {
+    const __m256i narrow = _mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(codes));
+    std::memcpy(bytes, &narrow, count * sizeof(Field));
+    return;
+  }
+#endif
   using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
   const FV narrow = __builtin_convertvector(codes, FV);
   std::memcpy(bytes, &narrow, count * sizeof(Field));
