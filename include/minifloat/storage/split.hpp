@@ -435,13 +435,13 @@ class pair_splitter {
   /// The most values draw_tile takes at once.
   static constexpr std::size_t tile_draw_values = 256;
 
-  /// For a stochastic split, rounds the floats at `values` (`count` of them, element indices
-  /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) stochastically
-  /// in one loop of their own, drawing their random words there, and keeps only which lanes
-  /// rounded away from zero (rounded_up), for the calls of operator() on the same floats, a
-  /// register from at, at + field_lane_count, ... each, that follow (until the next draw_tile):
-  /// those calls read the flags instead of drawing and rounding. The same bits (rounded_up is a
-  /// function of the floats and their words alone), but the generator's round keys and the
+  /// For a stochastic split, decides for the floats at `values` (`count` of them, element indices
+  /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) which lanes
+  /// stochastic rounding moves away from zero (rounds_up), in one loop of their own that draws
+  /// their random words, for the calls of operator() on the same floats, a register from at,
+  /// at + field_lane_count, ... each, that follow (until the next draw_tile): those calls read
+  /// the flags instead of drawing and deciding. The same bits (rounds_up is a function of the
+  /// floats and their words alone), but the generator's round keys and the
   /// rounding's constants stay in registers for the batch, and the split loop holds neither (per
   /// 16M step, CPU time, medians of 3 alternated with the build before, load 3.7, 2026-11-25:
   /// SGD fp16+8 stochastic 9.29 -> 8.54 ms, e4m3+8 16.9 -> 15.1 ms, Adam fp16+8 15.0 -> 13.4 ms;
@@ -544,21 +544,23 @@ class pair_splitter {
   /// zero than u, which is where the stochastic code is the truncated code's successor (above).
   /// Rounding keeps the sign (or makes -0 +0, which never lies farther), so the unsigned order of
   /// the bits is the order of the magnitudes.
-  [[gnu::always_inline]] static field_lanes rounded_up(field_lanes u, field_lanes rounded) {
+  [[gnu::always_inline]] static field_lanes farther_from_zero(field_lanes u, field_lanes rounded) {
     return minifloat::detail::select(rounded > u, ~field_lanes{}, field_lanes{});
   }
-  /// The stochastic split's fields from the truncating split's (h, e) and rounded_up's lanes.
+  /// The stochastic split's fields from the truncating split's (h, e) and the lanes that round
+  /// away from zero (all ones there).
   [[gnu::always_inline]] void take_rounded_up(field_lanes up, field_lanes& h, field_lanes& e) const {
     h -= up;
     e |= up & (std::uint32_t{1} << kept_);
   }
-  /// rounded_up for the floats u (element `at` in lane 0) with their draws: draw_tile's batch
-  /// when it has rounded them, else now.
+  /// rounds_up for the floats u (element `at` in lane 0) with their draws: draw_tile's batch
+  /// when it has decided them, else now.
   [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
     if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
     return rounds_up(u, draw_(first_draw_ + at));
   }
-  /// rounded_up for the floats u rounded with the words `random`. With plain_carries_, a register
+  /// All ones in the lanes where stochastic rounding of u with the words `random` moves away from
+  /// zero (so the stochastic code is the truncated code's successor). With plain_carries_, a register
   /// whose lanes are all zero or in the visible format's normal binades below its top one asks
   /// the core whether plain rounding carries (plain_stochastic_carries) without rounding: no
   /// rounding there reaches the saturation, and the carry is what rounds away from zero.
@@ -572,10 +574,10 @@ class pair_splitter {
     if (round_float_add_) {
       const field_lanes a = u & source_layout<float>::abs_mask;
       if (!core::any_lane_at_least(a, top_binade_bits_))
-        return std::bit_cast<field_lanes>(_mm512_movm_epi32(core::stochastic_float_decide(round_, a, random).up));
+        return std::bit_cast<field_lanes>(_mm512_maskz_set1_epi32(core::stochastic_float_decide(round_, a, random).up, -1));
     }
 #endif
-    return rounded_up(u, rounded(u, random));
+    return farther_from_zero(u, rounded(u, random));
   }
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
@@ -601,7 +603,7 @@ class pair_splitter {
   std::uint64_t first_draw_;
   minifloat::detail::lane_random<field_lanes> draw_;
   static constexpr std::size_t tile_draw_registers = tile_draw_values / field_lane_count;
-  bool tile_drawn_ = false;  ///< whether draw_tile has rounded the floats the next calls split
+  bool tile_drawn_ = false;  ///< whether draw_tile has decided the flags of the floats the next calls split
   field_lanes tile_rounded_up_[tile_draw_registers];
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
