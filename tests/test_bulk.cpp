@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -411,6 +412,74 @@ TEST_CASE("the finite-input path gives the general path's bits on every finite i
     x = any_value<float>(f, rng);
     return static_cast<bool>(std::isfinite(x));
   });
+}
+
+TEST_CASE("the stochastic decisions a split takes without rounding are where the core's stochastic rounding moves "
+          "away from zero, below the format's top binade",
+          "[bulk][core][stochastic]") {
+  // round.hpp: plain_stochastic_carries is whether the plain path's addend carries into the kept
+  // bits; bulk.hpp: stochastic_float_decide's mask is where the float form rounds up. Below the
+  // top binade no rounding saturates, so both are exactly the lanes whose result (the general
+  // path's) lies farther from zero than the input: the flags the split stores (storage/split.hpp).
+  std::mt19937_64 rng(29);
+  std::uint64_t plain_checked = 0, float_checked = 0, differ = 0;
+  std::string first;
+  const auto farther = [](std::uint32_t u, std::uint32_t result) { return (result & 0x7fffffffU) > (u & 0x7fffffffU); };
+  const auto general = [](const mf::rounding_plan<float>& plan, std::uint32_t u, std::uint32_t r) {
+    return mf::detail::round_bits<mf::rounding::stochastic, mf::detail::lane_path::any>(plan, u, r);
+  };
+  const auto record = [&](const mf::format& f, const char* which, std::uint32_t u, std::uint32_t r) {
+    if (differ++ >= 5) return;
+    std::ostringstream s;
+    s << "\n  " << mf::to_string(f) << " " << which << std::hex << " u=0x" << u << " r=0x" << r;
+    first += s.str();
+  };
+  const int n = kSanitize ? 160 : 4000;
+  for (const auto& f : formats()) {
+    if (f.mantissa_bits < 1) continue;  // no plain path
+    const double top = std::ldexp(1.0, f.emax());  // the top binade's first value
+    for (const int R : {0, 5, 32}) {
+      mf::rounding_options o;
+      o.mode = mf::rounding::stochastic;
+      o.random_bits = R;
+      const auto plan = mf::make_plan<float>(f, o);
+      for (int i = 0; i < n; ++i) {
+        const float x = normal_value<float>(f, rng);
+        if (!(std::fabs(static_cast<double>(x)) < top)) continue;
+        const std::uint32_t u = to_bits(x), r = static_cast<std::uint32_t>(rng());
+        ++plain_checked;
+        if (mf::detail::plain_stochastic_carries(plan, u, r) != farther(u, general(plan, u, r))) record(f, "plain", u, r);
+      }
+#if defined(__AVX512F__)
+      if (!mf::detail::stochastic_float_applies(plan)) continue;
+      using V = mf::detail::simd_t<std::uint32_t>;
+      for (int i = 0; i < n / 16; ++i) {
+        std::uint32_t u[16], r[16];
+        for (int j = 0; j < 16; ++j) {
+          float x;
+          do x = any_value<float>(f, rng);
+          while (!(std::isfinite(x) && std::fabs(static_cast<double>(x)) < top));
+          u[j] = to_bits(x) & 0x7fffffffU;  // the magnitudes it takes
+          r[j] = static_cast<std::uint32_t>(rng());
+        }
+        V uv, rv;
+        std::memcpy(&uv, u, sizeof uv);
+        std::memcpy(&rv, r, sizeof rv);
+        const __mmask16 up = mf::detail::stochastic_float_decide(plan, uv, rv).up;
+        for (int j = 0; j < 16; ++j) {
+          ++float_checked;
+          if (static_cast<bool>((up >> j) & 1) != farther(u[j], general(plan, u[j], r[j]))) record(f, "float form", u[j], r[j]);
+        }
+      }
+#endif
+    }
+  }
+  INFO(plain_checked << " plain and " << float_checked << " float-form lanes checked, " << differ << " differ" << first);
+  CHECK(differ == 0);
+  CHECK(plain_checked > (kSanitize ? 1000u : 50000u));
+#if defined(__AVX512F__)
+  CHECK(float_checked > (kSanitize ? 1000u : 50000u));
+#endif
 }
 
 namespace {
