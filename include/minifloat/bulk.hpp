@@ -490,8 +490,13 @@ struct stochastic_float_decision {
   std::memcpy(&qv, &q_bits, 64);
   std::memcpy(&oqv, &over_q_bits, 64);
   const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(oqv));
-  // f = t - trunc(t) in one vreduceps.
+  // f = t - trunc(t), exact: in one vreduceps where AVX512DQ has it, else trunc by AVX512F's
+  // vrndscaleps and a subtraction (the same bits; zero-masked: see float_add_rounding).
+#if defined(__AVX512DQ__)
   const __m512 f = _mm512_maskz_reduce_round_ps(all_lanes16, t, _MM_FROUND_TO_ZERO, _MM_FROUND_NO_EXC);
+#else
+  const __m512 f = _mm512_sub_ps(t, _mm512_maskz_roundscale_ps(all_lanes16, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+#endif
   const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, _mm512_mul_ps(f, _mm512_set1_ps(0x1p32f)));
   const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
   return {_mm512_castsi512_ps(qv), f, _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask))};
