@@ -261,7 +261,7 @@ struct float_add_plan {
   bool saturates = false;  ///< the overflow result is max itself
   float_add_plan() = default;
   explicit float_add_plan(const rounding_plan<float>& p)
-      : low_binade(V{} + (p.emin_field << 23)), high_binade(V{} + (((p.max_bits >> 23) + 1) << 23)),
+      : low_binade(V{} + p.smallest_normal_bits()), high_binade(V{} + (((p.max_bits >> 23) + 1) << 23)),
         magic(V{} + ((p.d_normal << 23) | 0x400000U)), flush_below(V{} + p.flush_below_bits),
         underflow(V{} + p.underflow_bits), max_bits(V{} + p.max_bits), overflow(V{} + p.overflow_bits),
         flush(p.flush_below_bits != 0), unsigned_zero(p.unsigned_zero), saturates(p.overflow_bits == p.max_bits) {}
@@ -454,8 +454,7 @@ inline int minus_log2_subnormal_step(const rounding_plan<float>& p) {
 /// q = 2^(emin - m) with 2^-94 <= q <= 1 (see below).
 inline bool stochastic_float_applies(const rounding_plan<float>& p) {
   const int k = minus_log2_subnormal_step(p);
-  return p.plain_path && p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only &&
-         k >= 0 && k <= 94;
+  return p.plain_path && p.keeps_signed_grid() && k >= 0 && k <= 94;
 }
 
 /// Stochastic rounding of a register of finite floats (lane_path::finite's bits) in float
@@ -482,7 +481,7 @@ struct stochastic_float_decision {
                                                                                 simd_t<std::uint32_t> random) {
   using V = simd_t<std::uint32_t>;
   // q's bits: the lane's exponent field, at least the smallest normal's, less the m mantissa bits.
-  const V q_bits = lane_max(a & 0x7f800000U, V{} + (p.emin_field << 23)) - ((23U - p.d_normal) << 23);
+  const V q_bits = lane_max(a & 0x7f800000U, V{} + p.smallest_normal_bits()) - ((23U - p.d_normal) << 23);
   const V over_q_bits = (254U << 23) - q_bits;  // 1/q
   __m512i av, rv, qv, oqv;
   std::memcpy(&av, &a, 64);
@@ -545,7 +544,7 @@ template <class V, class Bits>
 template <std::floating_point S, class V>
 [[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
   using bits = typename source_layout<S>::bits;
-  const bits normal2 = (p.emin_field << source_layout<S>::mantissa_bits) << 1;
+  const bits normal2 = p.smallest_normal_bits() << 1;
   // Both evaluated (no short circuit): testing plain_path first made a stochastic bf16 + 9 split
   // step (the chunked path's encode) 13 % slower.
   const bool within = zero_or_within(twice, normal2, static_cast<bits>((p.threshold_bits << 1) - normal2));

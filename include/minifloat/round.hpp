@@ -132,6 +132,16 @@ struct rounding_plan {
   bits underflow_bits = 0;    ///< result below flush_below_bits: 0, or the smallest value (unsigned_exponent)
   bool unsigned_zero = false; ///< fnuz: a zero result is +0 (the -0 code is NaN)
   bool positive_only = false; ///< unsigned_exponent: zero and negative inputs give NaN
+
+  /// The format's smallest normal value, as source bits.
+  MINIFLOAT_HD constexpr bits smallest_normal_bits() const { return emin_field << source_layout<S>::mantissa_bits; }
+  /// True when every finite input rounds onto the signed grid of the format's values, subnormals
+  /// included, keeping its sign: no flushing of either kind, no unsigned zero (fnuz) and no
+  /// unsigned exponent (E8M0). The bulk kernels' stochastic float form and the split's successor
+  /// codes rely on it.
+  MINIFLOAT_HD constexpr bool keeps_signed_grid() const {
+    return flush_below_bits == 0 && subnormal_drop == 0 && !unsigned_zero && !positive_only;
+  }
 };
 
 /// Builds the plan; throws std::invalid_argument naming the bad field (a compile error when
@@ -208,7 +218,7 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   // E8M0 has no zero: its tiny values always go to its smallest value (underflow_bits below).
   const bool onto_values =
       !f.subnormals && o.flush == flush_mode::onto_values && f.encoding != specials::unsigned_exponent;
-  p.flush_below_bits = f.subnormals || onto_values ? 0 : p.emin_field << src::mantissa_bits;
+  p.flush_below_bits = f.subnormals || onto_values ? 0 : p.smallest_normal_bits();
   p.subnormal_drop = onto_values ? static_cast<bits>(f.mantissa_bits) : 0;
   // The smallest positive value: of the format, or of its subnormals when they are flushed after rounding.
   const int denorm_exp = onto_values ? f.emin() : f.emin() - f.mantissa_bits;  // >= source denorm exponent
@@ -324,7 +334,7 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
 
   const L e = lane_max(a >> P, one);  // source subnormals share the first binade's spacing
   L drop = lane_max(e, zero + p.emin_field) - e + p.d_normal;
-  if (p.subnormal_drop != 0) drop = select(a < (p.emin_field << P), drop + p.subnormal_drop, drop);
+  if (p.subnormal_drop != 0) drop = select(a < p.smallest_normal_bits(), drop + p.subnormal_drop, drop);
   const L base = (e - 1) << P;
   const L sig = a - base;
   // Clamped so shifts stay defined: at P + 2 dropped bits every significand is below half a step.

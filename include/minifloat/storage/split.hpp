@@ -417,7 +417,7 @@ class pair_splitter {
         plain_first_(sp.layout.visible.emin() <= -14),
         successor_codes_(successor_codes(sp.stochastic.plan())),
         plain_carries_(plain_first_ && round_.plain_path),
-        normal2_((round_.emin_field << 23) << 1),
+        normal2_(round_.smallest_normal_bits() << 1),
         below_top_span2_(((round_.max_bits & 0x7F800000U) << 1) - normal2_),
         top_binade_bits_(round_.max_bits & 0x7F800000U),
         kept_(sp.kept),
@@ -537,9 +537,7 @@ class pair_splitter {
   /// value or the next one away from zero, whose code is the truncated code plus one: codes of
   /// one sign are consecutive across binades (reconstruct_block's rule), and no zero, flush or
   /// sign rule of the format (fnuz, flushing, E8M0) moves a result elsewhere.
-  static bool successor_codes(const rounding_plan<float>& p) {
-    return p.flush_below_bits == 0 && p.subnormal_drop == 0 && !p.unsigned_zero && !p.positive_only;
-  }
+  static bool successor_codes(const rounding_plan<float>& p) { return p.keeps_signed_grid(); }
   /// All ones in the lanes where `rounded` (u's stochastic rounding, finite u) lies farther from
   /// zero than u, which is where the stochastic code is the truncated code's successor (above).
   /// Rounding keeps the sign (or makes -0 +0, which never lies farther), so the unsigned order of
