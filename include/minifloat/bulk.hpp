@@ -483,9 +483,8 @@ struct stochastic_float_decision {
   // q's bits: the lane's exponent field, at least the smallest normal's, less the m mantissa bits.
   const V q_bits = lane_max(a & 0x7f800000U, V{} + p.smallest_normal_bits()) - ((23U - p.d_normal) << 23);
   const V over_q_bits = (254U << 23) - q_bits;  // 1/q
-  __m512i av, rv, qv, oqv;
+  __m512i av, qv, oqv;
   std::memcpy(&av, &a, 64);
-  std::memcpy(&rv, &random, 64);
   std::memcpy(&qv, &q_bits, 64);
   std::memcpy(&oqv, &over_q_bits, 64);
   const __m512 t = _mm512_mul_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(oqv));
@@ -497,8 +496,11 @@ struct stochastic_float_decision {
   const __m512 f = _mm512_sub_ps(t, _mm512_maskz_roundscale_ps(all_lanes16, t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
 #endif
   const __m512i fraction = _mm512_maskz_cvttps_epu32(all_lanes16, _mm512_mul_ps(f, _mm512_set1_ps(0x1p32f)));
+  // stochastic_rounds_away (round.hpp) straight into a mask register: its generic form compiles
+  // to the same compare followed by a vpmovm2d and a vptestmd.
   const __m512i mask = _mm512_set1_epi32(static_cast<int>(p.random_mask));
-  return {_mm512_castsi512_ps(qv), f, _mm512_cmplt_epu32_mask(_mm512_and_si512(rv, mask), _mm512_and_si512(fraction, mask))};
+  return {_mm512_castsi512_ps(qv), f,
+          _mm512_cmplt_epu32_mask(_mm512_and_si512(std::bit_cast<__m512i>(random), mask), _mm512_and_si512(fraction, mask))};
 }
 
 [[gnu::always_inline]] inline simd_t<std::uint32_t> stochastic_float_rounding(const rounding_plan<float>& p,

@@ -263,10 +263,21 @@ namespace detail {
 
 enum class lane_path : std::uint8_t { plain, finite, any };
 
+/// Stochastic rounding's decision, lane-wise: whether a value whose dropped part is `fraction`
+/// (the dropped bits as a W-bit fixed-point fraction of a step, aligned to the word's top) rounds
+/// away from zero with the uniform word `random`. Both keep only their top random_bits, so
+/// P(away) = floor(fraction * 2^random_bits) / 2^random_bits. Every stochastic path decides by it:
+/// the core's general path, plain_stochastic_carries, and the float forms (bulk.hpp) and split
+/// storage, which find the fraction their own way.
+template <std::floating_point S, class L>
+constexpr auto stochastic_rounds_away(const rounding_plan<S>& p, L fraction, L random) {
+  return (random & p.random_mask) < (fraction & p.random_mask);
+}
+
 /// What stochastic rounding on lane_path::plain (below) adds to the source bits before clearing
 /// the dropped ones: the complemented random word's top d bits, for d dropped bits. It carries
-/// into the kept bits exactly when the general path's comparison (random < fraction) holds, so
-/// both paths draw the same results.
+/// into the kept bits exactly when stochastic_rounds_away holds, so both paths draw the same
+/// results.
 template <std::floating_point S, class L>
 constexpr L plain_stochastic_addend(const rounding_plan<S>& p, L random) {
   constexpr int W = source_layout<S>::width;
@@ -274,10 +285,12 @@ constexpr L plain_stochastic_addend(const rounding_plan<S>& p, L random) {
 }
 
 /// Lane-wise, whether stochastic rounding on lane_path::plain rounds u away from zero, before
-/// any saturation: whether its dropped bits and plain_stochastic_addend carry.
+/// any saturation (where plain_stochastic_addend carries): stochastic_rounds_away of the d
+/// dropped bits moved to the word's top (two shifts, so that d = 0 gives 0).
 template <std::floating_point S, class L>
 constexpr auto plain_stochastic_carries(const rounding_plan<S>& p, L u, L random) {
-  return (u & p.plain_below) + plain_stochastic_addend(p, random) > p.plain_below;
+  constexpr int W = source_layout<S>::width;
+  return stochastic_rounds_away(p, (u << (W - 1 - static_cast<int>(p.d_normal))) << 1, random);
 }
 
 /// The rounding core. `u` holds source bits (a scalar or a SIMD vector of them), `random` a
@@ -368,13 +381,12 @@ constexpr L round_bits(const rounding_plan<S>& p, L u, L random) {
     round_up = select(rem != zero, ~zero, zero);
     rounded = (sig - rem) | (round_up & (below + 1));
   } else {
-    // The fraction rem / 2^drop as a W-bit fixed-point number, compared with the random word;
-    // both keep only their top random_bits, so P(up) = floor(fraction * 2^random_bits) / 2^random_bits.
+    // The fraction rem / 2^drop as a W-bit fixed-point number, for stochastic_rounds_away.
     const L rem = sig & below;
     const L left = lane_min(zero + bits{W} - lane_min(drop, zero + bits{W}), zero + bits{W - 1});
     const L right = lane_min(lane_max(drop, zero + bits{W}) - bits{W}, zero + bits{W - 1});
     const L fraction = select(drop <= bits{W}, rem << left, rem >> right);
-    round_up = select((random & p.random_mask) < (fraction & p.random_mask), ~zero, zero);
+    round_up = select(stochastic_rounds_away(p, fraction, random), ~zero, zero);
     rounded = (sig - rem) + (round_up & (below + 1));
   }
   L result = select(rounded == zero, zero, base + rounded);
