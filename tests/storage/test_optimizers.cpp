@@ -560,6 +560,7 @@ TEST_CASE("the one-pass step over 8- and 16-bit fields stores the scalar core's 
           "[optimizers][byte_fields]") {
   const ms::split_layout layouts[] = {
       {minifloat::binary16, 8},  {minifloat::e4m3, 8}, {minifloat::e5m2, 8}, {minifloat::fp_6_9_0, 8},
+      {minifloat::bfloat16, 8},  {minifloat::bfloat16, 16},
       {minifloat::bfloat16, 8, ms::split_mode::stochastic}, {minifloat::binary16, 8, ms::split_mode::stochastic},
       {minifloat::e4m3, 8, ms::split_mode::stochastic},     {minifloat::e4m3fnuz, 8, ms::split_mode::stochastic}};
   for (const auto& l : layouts) {

@@ -179,8 +179,8 @@ void with_flag(bool flag, F f) {
   else f(std::false_type{});
 }
 
-/// Weights as a plain float array, for the loops below (which also take split storage's
-/// float_prefix_weights, read and written in place).
+/// Weights as a plain float array, for the loops below: the fp32 step's weights, and the tiles
+/// a split step restores (step_tiles).
 struct float_weights {
   float* p;
   float get(std::size_t i) const { return p[i]; }
@@ -488,10 +488,8 @@ struct step_plan {
   }
   void commit() {
     begin_step(state, params.size(), factors);
-    // Split layouts whose pairs are float prefixes step in one pass over the packed words.
+    // Layouts with 8- and 16-bit fields step a small tile at a time in one pass.
     if constexpr (std::same_as<W, split_tensor>) {
-      if (params.rewrite_float_prefix([&](auto weights) { state_update(*this, weights); })) return;
-      // Layouts with 8- and 16-bit fields step a small tile at a time in one pass.
       if (params.rewrite_byte_fields([&](auto weights) { tile_update(*this, weights); })) return;
     }
     update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); });
@@ -526,12 +524,6 @@ template <chunked_weights W>
 void state_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
   float* buffer = s.state.momentum_buffer.data();
   update(w, s.grads.data() + at, buffer == nullptr ? nullptr : buffer + at, s.factors);
-}
-
-/// SGD on all weights in place (a split tensor's float_prefix_weights) and the momentum buffer.
-template <chunked_weights W, class Weights>
-void state_update(const sgd_plan<W>& s, Weights w) {
-  update(w, w.size(), s.grads.data(), s.state.momentum_buffer.data(), s.factors);
 }
 
 /// SGD on byte-wide split fields, a tile at a time, and the momentum buffer.
@@ -572,12 +564,6 @@ void scratch_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
 template <chunked_weights W>
 void state_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
   update(w, s.grads.data() + at, s.state.exp_avg.data() + at, s.state.exp_avg_sq.data() + at, s.factors);
-}
-
-/// Adam on all weights in place (a split tensor's float_prefix_weights) and the moments.
-template <chunked_weights W, class Weights>
-void state_update(const adam_plan<W>& s, Weights w) {
-  update(w, w.size(), s.grads.data(), s.state.exp_avg.data(), s.state.exp_avg_sq.data(), s.factors);
 }
 
 /// Adam on byte-wide split fields, a tile at a time, and the moments.

@@ -752,39 +752,6 @@ inline float prefix_value(std::uint32_t code) {
   return std::bit_cast<float>(canonical_nan_bits(code << (16 - K)));
 }
 
-/// The weights of a float_prefix_layout seen one at a time in place: get(i) is reconstruct's
-/// value of pair i, set(i, x) stores x as split_into does. An optimizer's one-pass loop reads and
-/// writes the packed words through it (no restored copy, no chunk passes).
-template <class Extra>
-class float_prefix_weights {
- public:
-  static constexpr int k = 8 * sizeof(Extra);
-  float_prefix_weights(std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words, std::size_t n)
-      : visible_(reinterpret_cast<unsigned char*>(visible_words.data())),
-        extra_(reinterpret_cast<unsigned char*>(extra_words.data())),
-        size_(n) {}
-  std::size_t size() const { return size_; }
-  float get(std::size_t i) const {
-    std::uint16_t h;
-    Extra e;
-    std::memcpy(&h, visible_ + 2 * i, 2);
-    std::memcpy(&e, extra_ + sizeof(Extra) * i, sizeof(Extra));
-    return prefix_value<k>((std::uint32_t{h} << k) | e);
-  }
-  void set(std::size_t i, float x) const {
-    const std::uint32_t code = prefix_code<k>(x);
-    const auto h = static_cast<std::uint16_t>(code >> k);
-    const auto e = static_cast<Extra>(code);
-    std::memcpy(visible_ + 2 * i, &h, 2);
-    std::memcpy(extra_ + sizeof(Extra) * i, &e, sizeof(Extra));
-  }
-
- private:
-  unsigned char* visible_;
-  unsigned char* extra_;
-  std::size_t size_;
-};
-
 /// split_into for a float_prefix_layout with extra fields of type Extra (uint8_t or uint16_t).
 template <class Extra>
 void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visible_words,
@@ -1032,20 +999,6 @@ class split_tensor {
   }
   /// The visible format (what the messages of a rejected store name).
   const format& stored_format() const { return layout_.visible; }
-  /// For a float-prefix layout (bfloat16 + 8 or + 16, truncating: detail::float_prefix_layout),
-  /// starts a new generation and calls f(detail::float_prefix_weights<uint8_t or uint16_t>) to
-  /// rewrite the weights in place, element by element; returns false, calling nothing, for other
-  /// layouts. f must set every weight it reads what store() would store for it.
-  template <class F>
-  bool rewrite_float_prefix(F f) {
-    if (!detail::float_prefix_layout(layout_)) return false;
-    next_generation();
-    if (layout_.extra_bits == 8)
-      f(detail::float_prefix_weights<std::uint8_t>(visible_.words(), extra_.words(), size()));
-    else
-      f(detail::float_prefix_weights<std::uint16_t>(visible_.words(), extra_.words(), size()));
-    return true;
-  }
   /// For a layout whose fields are 8 or 16 bits wide (detail::byte_field_layout: fp16 + 8,
   /// e4m3 + 8, bf16 + 8 stochastic, ...), starts a new generation and calls
   /// f(detail::byte_field_weights<Visible, Extra>) to rewrite the weights in place, a register at
