@@ -4,7 +4,8 @@
 // split and low-precision weights, the plain loop for the library's fp32 step) on its own copy of
 // the weights and state, then the step under test, so "x_ref" (reference time / step time) compares
 // two timings taken a moment apart under the same load (the machine is shared); run with
-// --benchmark_enable_random_interleaving. Reports parameters per ns of the step under test;
+// --benchmark_enable_random_interleaving. The *_threads rows time a split step on several threads
+// against the same step on one (x_ref: the speed-up). Reports parameters per ns of the step under test;
 // bytes_per_second counts the bytes each step must move (read and written) at its storage sizes.
 // docs/performance.md records the results and the command.
 #include <benchmark/benchmark.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -168,6 +170,19 @@ void time_against(benchmark::State& bm, Tested& tested, Reference& reference, do
   bm.counters["x_ref"] = reference_seconds / tested_seconds;
 }
 
+// A split step on `threads` threads (optimizers.hpp's threaded overloads).
+template <class State, class Options>
+struct threaded_split_step {
+  ms::split_tensor w;
+  const Options& o;
+  unsigned threads;
+  State s{};
+  void step() {
+    if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o, minifloat::threads{threads});
+    else ms::adam_step(w, gradients(), s, o, minifloat::threads{threads});
+  }
+};
+
 using sgd_fp32 = library_step<ms::sgd_state, std::vector<float>, ms::sgd_options>;
 using adam_fp32 = library_step<ms::adam_state, std::vector<float>, ms::adam_options>;
 
@@ -206,12 +221,29 @@ void bm_adam_split(benchmark::State& state) {
   time_against(state, tested, reference, weight_bytes(l) * 2 + adam_other);
 }
 
+// Layout range(0) on range(1) threads against the same layout on one thread.
+template <class State, class Options>
+void split_threads(benchmark::State& state, const Options& o, double other_bytes) {
+  const auto& l = layouts[state.range(0)];
+  const auto threads = static_cast<unsigned>(state.range(1));
+  state.SetLabel(std::string(layout_names[state.range(0)]) + " " + std::to_string(threads) + " threads vs 1");
+  threaded_split_step<State, Options> tested{ms::split_tensor(initial_weights(), l), o, threads};
+  threaded_split_step<State, Options> reference{ms::split_tensor(initial_weights(), l), o, 1};
+  time_against(state, tested, reference, weight_bytes(l) * 2 + other_bytes);
+}
+void bm_sgd_split_threads(benchmark::State& state) { split_threads<ms::sgd_state>(state, sgd, sgd_other); }
+void bm_adam_split_threads(benchmark::State& state) { split_threads<ms::adam_state>(state, adam, adam_other); }
+
 BENCHMARK(bm_memcpy_weights)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(bm_sgd_fp32)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(bm_sgd_split)->DenseRange(0, layout_count - 1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(bm_sgd_low)->DenseRange(0, 1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(bm_adam_fp32)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(bm_adam_split)->DenseRange(0, layout_count - 1)->Unit(benchmark::kMillisecond)->UseManualTime();
+// The named layouts (bf16+16, bf16+8, fp16+8, e4m3+8 and the stochastic three) and the chunked
+// bf16+9 stochastic, on 2 threads.
+BENCHMARK(bm_sgd_split_threads)->ArgsProduct({{0, 2, 3, 5, 6, 7, 8, 9}, {2}})->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(bm_adam_split_threads)->ArgsProduct({{0, 2, 3, 5, 6, 7, 8, 9}, {2}})->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace
 

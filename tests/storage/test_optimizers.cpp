@@ -602,3 +602,117 @@ TEST_CASE("the one-pass step over 8- and 16-bit fields stores the scalar core's 
     }
   }
 }
+
+namespace {
+
+std::vector<std::uint32_t> words_of(const ms::split_tensor& t) {
+  std::vector<std::uint32_t> w(t.visible().words().begin(), t.visible().words().end());
+  w.insert(w.end(), t.extra().words().begin(), t.extra().words().end());
+  return w;
+}
+std::vector<std::uint32_t> words_of(const ms::low_tensor& t) {
+  return {t.codes().words().begin(), t.codes().words().end()};
+}
+
+/// Three SGD steps (momentum, weight decay) and two Adam steps on copies of `start` on `t` threads,
+/// the second SGD step with gradients large enough that an all_finite layout takes the chunked
+/// storability check; returns the words after each step and the final state.
+template <class Tensor>
+std::vector<std::vector<std::uint32_t>> steps_on_threads(const Tensor& start, unsigned t, ms::sgd_state& sgd,
+                                                         ms::adam_state& adam) {
+  std::mt19937 gen(11);
+  std::vector<std::vector<std::uint32_t>> after;
+  Tensor sgd_weights = start, adam_weights = start;
+  for (int step = 0; step < 3; ++step) {
+    auto grads = normal_vector(start.size(), 0.01f, gen);
+    if (step == 1) grads[start.size() / 2] = 1e37f;
+    ms::sgd_step(sgd_weights, grads, sgd, {0.05, 0.9, 0, 1e-4}, minifloat::threads{t});
+    after.push_back(words_of(sgd_weights));
+  }
+  for (int step = 0; step < 2; ++step) {
+    ms::adam_step(adam_weights, normal_vector(start.size(), 0.01f, gen), adam, {1e-3, 0.9, 0.999, 1e-8, 1e-2, true},
+                  minifloat::threads{t});
+    after.push_back(words_of(adam_weights));
+  }
+  return after;
+}
+
+}  // namespace
+
+TEST_CASE("SGD and Adam steps on 2, 3 or 4 threads store the one-thread step's weights and state, bit for bit",
+          "[optimizers][threads]") {
+  // 3 * 32768 + 1037 weights: enough for four threads' ranges (parallel_min_chunk each), which
+  // start at multiples of parallel_grain, the last ending in a partial tile and a partial chunk.
+  constexpr std::size_t n = 3 * 32768 + 1037;
+  std::mt19937 gen(10);
+  const auto initial = normal_vector(n, 0.05f, gen);
+  const ms::split_layout layouts[] = {
+      {minifloat::binary16, 8},  // byte-field tiles
+      {minifloat::bfloat16, 8},
+      {minifloat::bfloat16, 16},
+      {minifloat::e4m3, 8, ms::split_mode::stochastic},
+      {minifloat::bfloat16, 8, ms::split_mode::stochastic},
+      {minifloat::fp_6_9_0, 8},                              // all_finite: the storability check
+      {minifloat::bfloat16, 9, ms::split_mode::stochastic},  // chunks through the packed fields
+      {minifloat::fp_6_9_0, 5}};
+  const auto compare = [&](const auto& start) {
+    ms::sgd_state sgd1;
+    ms::adam_state adam1;
+    const auto one = steps_on_threads(start, 1, sgd1, adam1);
+    for (const unsigned t : {2U, 3U, 4U}) {
+      INFO(t << " threads");
+      ms::sgd_state sgd;
+      ms::adam_state adam;
+      const auto many = steps_on_threads(start, t, sgd, adam);
+      REQUIRE(many.size() == one.size());
+      for (std::size_t step = 0; step < one.size(); ++step) {
+        INFO("step " << step);
+        CHECK(many[step] == one[step]);
+      }
+      CHECK(bitwise_equal(sgd.momentum_buffer, sgd1.momentum_buffer));
+      CHECK(bitwise_equal(adam.exp_avg, adam1.exp_avg));
+      CHECK(bitwise_equal(adam.exp_avg_sq, adam1.exp_avg_sq));
+      CHECK(sgd.steps == 3);
+      CHECK(adam.steps == 2);
+    }
+  };
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    compare(ms::split_tensor(initial, l, 77));
+  }
+  INFO("low_tensor e4m3 stochastic");
+  compare(ms::low_tensor(initial, minifloat::e4m3, minifloat::rounding::stochastic, 77));
+}
+
+TEST_CASE("a step on several threads that cannot store a weight names the first one, as on one thread, and changes nothing",
+          "[optimizers][threads]") {
+  constexpr std::size_t n = 3 * 32768 + 1037;
+  std::mt19937 gen(12);
+  const auto initial = normal_vector(n, 0.05f, gen);
+  for (const ms::split_layout& l : {ms::split_layout{minifloat::fp_6_9_0, 8}, ms::split_layout{minifloat::fp_6_9_0, 5}}) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits);
+    auto grads = normal_vector(n, 0.01f, gen);
+    grads[70000] = NAN;  // in the third of four threads' ranges
+    grads[40000] = NAN;  // in the second: the first weight the step cannot store
+    std::string one_thread;
+    for (const unsigned t : {1U, 2U, 4U}) {
+      INFO(t << " threads");
+      ms::split_tensor weights(initial, l, 5);
+      ms::sgd_state state;
+      ms::sgd_step(weights, normal_vector(n, 0.01f, gen), state, {0.1, 0.9}, minifloat::threads{t});
+      const auto words = words_of(weights);
+      const auto buffer = state.momentum_buffer;
+      try {
+        ms::sgd_step(weights, grads, state, {0.1, 0.9}, minifloat::threads{t});
+        FAIL("the step stored a NaN");
+      } catch (const std::domain_error& e) {
+        if (t == 1) one_thread = e.what();
+        CHECK(std::string(e.what()) == one_thread);
+        CHECK(std::string(e.what()).find("weight 40000 NaN") != std::string::npos);
+      }
+      CHECK(words_of(weights) == words);
+      CHECK(bitwise_equal(state.momentum_buffer, buffer));
+      CHECK(state.steps == 1);
+    }
+  }
+}

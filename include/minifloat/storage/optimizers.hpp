@@ -27,6 +27,12 @@
 // is provably finite it commits at once; only otherwise (a non-finite or huge input) it runs the
 // update on scratch copies of each chunk to find the first weight it could not store, before
 // committing anything (bench_split_optimizers, docs/performance.md).
+//
+// Threads: the chunked-weights overloads also take a `minifloat::threads` count (parallel.hpp)
+// and run the check and the update on contiguous ranges of weights, each a multiple of
+// parallel_grain, one per thread. Every weight's update, split and stochastic draw depend only
+// on its own values and index, so the weights, state and errors are bit-identical to the
+// one-thread step for any thread count (tests/storage/test_optimizers.cpp).
 #pragma once
 
 #include <algorithm>
@@ -45,6 +51,7 @@
 #include <vector>
 
 #include "../detail/simd.hpp"
+#include "../parallel.hpp"
 
 #include "low_tensor.hpp"
 #include "split.hpp"
@@ -343,17 +350,28 @@ inline void update(std::span<float> p, const float* g, float* m, float* v, const
   update(float_weights{p.data()}, p.size(), g, m, v, c);
 }
 
+/// Calls f(chunk, offset) for the chunks of at most optimizer_chunk weights of [0, n), in order
+/// within each of the ranges for_each_chunk gives the threads (each range a multiple of
+/// parallel_grain, so every chunk starts at a multiple of 32 and ends at one or at n), with a
+/// buffer of its own per thread.
+template <class F>
+void for_each_optimizer_chunk(std::size_t n, minifloat::threads parallel, F f) {
+  minifloat::detail::for_each_chunk(n, parallel, [&](std::size_t, std::size_t begin, std::size_t length) {
+    float w[optimizer_chunk];
+    for (std::size_t start = begin; start < begin + length; start += optimizer_chunk)
+      f(std::span<float>(w, std::min(optimizer_chunk, begin + length - start)), start);
+  });
+}
+
 /// Restores each chunk of t, applies `step(chunk, offset)`, stores it again as a new generation.
 template <chunked_weights W, class Step>
-void update_split(W& t, Step step) {
+void update_split(W& t, Step step, minifloat::threads parallel) {
   t.next_generation();
-  float w[optimizer_chunk];
-  for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
-    const std::span<float> chunk(w, std::min(optimizer_chunk, t.size() - start));
+  for_each_optimizer_chunk(t.size(), parallel, [&](std::span<float> chunk, std::size_t start) {
     t.load(start, chunk);
     step(chunk, start);
     t.store(start, chunk);
-  }
+  });
 }
 
 /// Copies `n` values of a state vector from `at` into scratch, or zeros when the state is not
@@ -400,11 +418,11 @@ double largest_stored(const W& t) {
 /// step's arithmetic on a copy of each chunk and of its state — and throws std::domain_error,
 /// naming the first weight t could not store, before anything is changed. The commit that follows
 /// repeats the same arithmetic on the same inputs, so it stores exactly the checked values.
+/// With several threads each stops at its first rejected weight, and the error of the first range
+/// is thrown: the same first weight, the same message.
 template <chunked_weights W, class Dry>
-void check_storable(const W& t, Dry dry, const char* who) {
-  float w[optimizer_chunk];
-  for (std::size_t start = 0; start < t.size(); start += optimizer_chunk) {
-    const std::span<float> chunk(w, std::min(optimizer_chunk, t.size() - start));
+void check_storable(const W& t, Dry dry, const char* who, minifloat::threads parallel) {
+  for_each_optimizer_chunk(t.size(), parallel, [&](std::span<float> chunk, std::size_t start) {
     t.load(start, chunk);
     dry(chunk, start);
     if (const std::size_t i = t.first_rejected(std::span<const float>(chunk)); i < chunk.size())
@@ -412,7 +430,7 @@ void check_storable(const W& t, Dry dry, const char* who) {
                               (std::isnan(chunk[i]) ? "NaN" : chunk[i] > 0 ? "+Inf" : "-Inf") + ", which " +
                               to_string(format(t.stored_format())) +
                               " cannot store (a non-finite gradient or an overflowing update); nothing was changed");
-  }
+  });
 }
 
 /// Weights per tile of a one-pass step over byte-wide split fields: restored into 1 KiB of
@@ -447,7 +465,8 @@ class tile_step {
 };
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of `fields`
-/// (byte_field_weights), restored into `tile`, and stores the tile back. The restore and the
+/// (byte_field_weights) in [begin, end) (begin a multiple of field_tile), restored into `tile`,
+/// and stores the tile back. The restore and the
 /// split (a stochastic layout's rounding of the tile in one batch first) are flattened into this
 /// loop, one copy per layout kind (GCC makes no copy per step: the object file of
 /// tests/storage/test_optimizers.cpp holds the same ten as with `noclone`, which clang does not
@@ -456,21 +475,31 @@ class tile_step {
 /// keys in registers across the field stores through byte pointers; in an out-of-line call per
 /// tile it reloaded them every register (SGD fp16+8 stochastic 8.3 -> 9.4-10.1 ms per 16M step).
 template <class Fields>
-[[gnu::noinline, gnu::flatten]] void step_tiles(const Fields& fields, tile_step step) {
+[[gnu::noinline, gnu::flatten]] void step_tiles(const Fields& fields, tile_step step, std::size_t begin,
+                                                std::size_t end) {
   static_assert(field_tile == Fields::tile_values, "a tile is restored, rounded and split in one call each");
+  static_assert(minifloat::parallel_grain % field_tile == 0, "a thread's weights are whole tiles");
   Fields w = fields;
   alignas(64) float tile[field_tile];
-  const std::size_t n = w.size();
-  std::size_t start = 0;
-  for (; start + field_tile <= n; start += field_tile) {
+  std::size_t start = begin;
+  for (; start + field_tile <= end; start += field_tile) {
     w.load_tile(start, field_tile, tile);
     step(tile, start, field_tile);
     w.store_tile(start, field_tile, tile);
   }
-  const std::size_t m = n - start;
+  const std::size_t m = end - start;
   w.load_tile(start, m, tile);
   step(tile, start, m);
   w.store_tile(start, m, tile);
+}
+
+/// step_tiles over all of `fields`, the ranges of up to t threads (for_each_chunk: multiples of
+/// parallel_grain, hence of field_tile), each thread with its own copy of the fields' splitter.
+template <class Fields>
+void step_tiles_on(const Fields& fields, tile_step step, minifloat::threads t) {
+  minifloat::detail::for_each_chunk(fields.size(), t, [&](std::size_t, std::size_t begin, std::size_t length) {
+    step_tiles(fields, step, begin, begin + length);
+  });
 }
 
 /// A step in two phases — check, then commit — so that a multi-tensor step can check every group
@@ -481,10 +510,11 @@ struct step_plan {
   std::span<const float> grads;
   State& state;
   Factors factors;
+  minifloat::threads parallel{1};
 
   void check(const char* who) const {
     if (params.stores_every_float() || provably_storable(*this)) return;
-    check_storable(params, [&](std::span<float> w, std::size_t at) { scratch_update(*this, w, at); }, who);
+    check_storable(params, [&](std::span<float> w, std::size_t at) { scratch_update(*this, w, at); }, who, parallel);
   }
   void commit() {
     begin_step(state, params.size(), factors);
@@ -492,7 +522,7 @@ struct step_plan {
     if constexpr (std::same_as<W, split_tensor>) {
       if (params.rewrite_byte_fields([&](auto weights) { tile_update(*this, weights); })) return;
     }
-    update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); });
+    update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); }, parallel);
   }
 };
 template <chunked_weights W>
@@ -535,7 +565,7 @@ void tile_update(const sgd_plan<W>& s, Fields w) {
     auto step = [&](float* tile, std::size_t at, std::size_t n) {
       loop(float_weights{tile}, n, g + at, b == nullptr ? nullptr : b + at, s.factors);
     };
-    step_tiles(w, tile_step(step));
+    step_tiles_on(w, tile_step(step), s.parallel);
   });
 }
 
@@ -576,18 +606,19 @@ void tile_update(const adam_plan<W>& s, Fields w) {
     auto step = [&](float* tile, std::size_t at, std::size_t n) {
       loop(float_weights{tile}, n, g + at, m + at, v + at, s.factors);
     };
-    step_tiles(w, tile_step(step));
+    step_tiles_on(w, tile_step(step), s.parallel);
   });
 }
 
 /// Multi-tensor step: every group's sizes, then every group's storability, then every commit.
 template <class State, class Options, chunked_weights W>
-void step_groups(std::span<const split_group<State, W>> groups, const Options& o, const char* who) {
+void step_groups(std::span<const split_group<State, W>> groups, const Options& o, const char* who,
+                 minifloat::threads parallel) {
   o.validate();
   for (const auto& g : groups) check(*g.state, g.params->size(), g.grads.size(), who);
   std::vector<step_plan<W, State, decltype(next_factors(std::declval<const State&>(), o))>> plans;
   plans.reserve(groups.size());
-  for (const auto& g : groups) plans.push_back({*g.params, g.grads, *g.state, next_factors(*g.state, o)});
+  for (const auto& g : groups) plans.push_back({*g.params, g.grads, *g.state, next_factors(*g.state, o), parallel});
   for (const auto& p : plans) p.check(who);
   for (auto& p : plans) p.commit();
 }
@@ -603,13 +634,15 @@ inline void sgd_step(std::span<float> params, std::span<const float> grads, sgd_
   detail::update(params, grads.data(), s.momentum_buffer.data(), c);
 }
 
-/// One SGD step on split weights (or other chunked weights): restore, update in fp32, split again.
+/// One SGD step on split weights (or other chunked weights): restore, update in fp32, split again;
+/// on up to `parallel` threads, bit-identical to one (see the header).
 template <chunked_weights W>
-void sgd_step(W& params, std::span<const float> grads, sgd_state& s, const sgd_options& o) {
+void sgd_step(W& params, std::span<const float> grads, sgd_state& s, const sgd_options& o,
+              minifloat::threads parallel = {1}) {
   const char* who = "minifloat::storage::sgd_step";
   o.validate();
   detail::check(s, params.size(), grads.size(), who);
-  detail::sgd_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  detail::sgd_plan<W> plan{params, grads, s, detail::next_factors(s, o), parallel};
   plan.check(who);
   plan.commit();
 }
@@ -623,30 +656,37 @@ inline void adam_step(std::span<float> params, std::span<const float> grads, ada
   detail::update(params, grads.data(), s.exp_avg.data(), s.exp_avg_sq.data(), c);
 }
 
-/// One Adam (or AdamW) step on split weights (or other chunked weights).
+/// One Adam (or AdamW) step on split weights (or other chunked weights); on up to `parallel`
+/// threads, bit-identical to one.
 template <chunked_weights W>
-void adam_step(W& params, std::span<const float> grads, adam_state& s, const adam_options& o) {
+void adam_step(W& params, std::span<const float> grads, adam_state& s, const adam_options& o,
+               minifloat::threads parallel = {1}) {
   const char* who = "minifloat::storage::adam_step";
   o.validate();
   detail::check(s, params.size(), grads.size(), who);
-  detail::adam_plan<W> plan{params, grads, s, detail::next_factors(s, o)};
+  detail::adam_plan<W> plan{params, grads, s, detail::next_factors(s, o), parallel};
   plan.check(who);
   plan.commit();
 }
 
-/// Multi-tensor SGD: every group checked (sizes, then storability) before any is stepped.
-inline void sgd_step(std::span<const split_group<sgd_state>> groups, const sgd_options& o) {
-  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
+/// Multi-tensor SGD: every group checked (sizes, then storability) before any is stepped; each
+/// group on up to `parallel` threads.
+inline void sgd_step(std::span<const split_group<sgd_state>> groups, const sgd_options& o,
+                     minifloat::threads parallel = {1}) {
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step", parallel);
 }
-inline void sgd_step(std::span<const split_group<sgd_state, low_tensor>> groups, const sgd_options& o) {
-  detail::step_groups(groups, o, "minifloat::storage::sgd_step");
+inline void sgd_step(std::span<const split_group<sgd_state, low_tensor>> groups, const sgd_options& o,
+                     minifloat::threads parallel = {1}) {
+  detail::step_groups(groups, o, "minifloat::storage::sgd_step", parallel);
 }
 /// Multi-tensor Adam / AdamW: every group checked (sizes, then storability) before any is stepped.
-inline void adam_step(std::span<const split_group<adam_state>> groups, const adam_options& o) {
-  detail::step_groups(groups, o, "minifloat::storage::adam_step");
+inline void adam_step(std::span<const split_group<adam_state>> groups, const adam_options& o,
+                      minifloat::threads parallel = {1}) {
+  detail::step_groups(groups, o, "minifloat::storage::adam_step", parallel);
 }
-inline void adam_step(std::span<const split_group<adam_state, low_tensor>> groups, const adam_options& o) {
-  detail::step_groups(groups, o, "minifloat::storage::adam_step");
+inline void adam_step(std::span<const split_group<adam_state, low_tensor>> groups, const adam_options& o,
+                      minifloat::threads parallel = {1}) {
+  detail::step_groups(groups, o, "minifloat::storage::adam_step", parallel);
 }
 
 }  // namespace minifloat::storage
