@@ -716,3 +716,34 @@ TEST_CASE("a step on several threads that cannot store a weight names the first 
     }
   }
 }
+
+TEST_CASE("a multi-tensor step on several threads equals one-thread steps of each group", "[optimizers][threads]") {
+  constexpr std::size_t n = 3 * 32768 + 1037;
+  std::mt19937 gen(13);
+  const auto w0 = normal_vector(n, 0.05f, gen), w1 = normal_vector(n / 2, 0.05f, gen);
+  const auto g0 = normal_vector(n, 0.01f, gen), g1 = normal_vector(n / 2, 0.01f, gen);
+  const ms::split_layout fp16_8{minifloat::binary16, 8}, e4m3_8s{minifloat::e4m3, 8, ms::split_mode::stochastic};
+  ms::split_tensor a(w0, fp16_8, 1), b(w1, e4m3_8s, 2), a1(w0, fp16_8, 1), b1(w1, e4m3_8s, 2);
+  ms::sgd_state sa, sb, sa1, sb1;
+  ms::adam_state ma, mb, ma1, mb1;
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<ms::split_group<ms::sgd_state>> sgd_groups{{&a, g0, &sa}, {&b, g1, &sb}};
+    ms::sgd_step(sgd_groups, {0.05, 0.9}, minifloat::threads{3});
+    ms::sgd_step(a1, g0, sa1, {0.05, 0.9});
+    ms::sgd_step(b1, g1, sb1, {0.05, 0.9});
+    CHECK(words_of(a) == words_of(a1));
+    CHECK(words_of(b) == words_of(b1));
+    CHECK(bitwise_equal(sa.momentum_buffer, sa1.momentum_buffer));
+    CHECK(bitwise_equal(sb.momentum_buffer, sb1.momentum_buffer));
+  }
+  for (int step = 0; step < 2; ++step) {
+    const std::vector<ms::split_group<ms::adam_state>> adam_groups{{&a, g0, &ma}, {&b, g1, &mb}};
+    ms::adam_step(adam_groups, {}, minifloat::threads{2});
+    ms::adam_step(a1, g0, ma1, {});
+    ms::adam_step(b1, g1, mb1, {});
+    CHECK(words_of(a) == words_of(a1));
+    CHECK(words_of(b) == words_of(b1));
+    CHECK(bitwise_equal(ma.exp_avg_sq, ma1.exp_avg_sq));
+    CHECK(bitwise_equal(mb.exp_avg, mb1.exp_avg));
+  }
+}
