@@ -227,6 +227,12 @@ class packed_array {
   /// at any width (the chunked accessors of the stored tensors).
   std::span<const std::uint32_t> words_from(std::size_t first) const { return words().subspan(word_of(first)); }
   std::span<std::uint32_t> words_from(std::size_t first) { return words().subspan(word_of(first)); }
+  /// Just the words of fields [first, first + count) (`first` a multiple of 32): what a chunk's
+  /// reader may touch while other threads write the chunks beside it (the unpack kernels read
+  /// ahead as far as the span they are given reaches).
+  std::span<const std::uint32_t> words_of(std::size_t first, std::size_t count) const {
+    return words().subspan(word_of(first), detail::words_for(count, bits_));
+  }
 
   std::uint32_t get(std::size_t i) const {
     check_index(i, "get");

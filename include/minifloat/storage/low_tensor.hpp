@@ -67,7 +67,7 @@ class low_tensor {
   // a multiple of 32, and a stored range must end at a multiple of 32 or at the last weight.
   void load(std::size_t start, std::span<float> out) const {
     check_range(start, out.size(), out.size() == size() - start || out.size() % 32 == 0, "load");
-    decode_packed(codes_.words_from(start), out, fmt_);
+    decode_packed(codes_.words_of(start, out.size()), out, fmt_);
   }
   void store(std::size_t start, std::span<const float> x) {
     check_range(start, x.size(), x.size() == size() - start || x.size() % 32 == 0, "store");

@@ -980,7 +980,7 @@ class split_tensor {
   /// out = restored weights [start, start + out.size()).
   void load(std::size_t start, std::span<float> out) const {
     check_range(start, out.size(), "load");
-    storage::reconstruct(visible_.words_from(start), extra_.words_from(start), layout_, out);
+    storage::reconstruct(visible_.words_of(start, out.size()), extra_.words_of(start, out.size()), layout_, out);
   }
   /// Splits x into weights [start, start + x.size()) in the current generation.
   void store(std::size_t start, std::span<const float> x) {
