@@ -74,6 +74,35 @@ def test_lossy_storage_steps_are_the_cpp_optimizers_steps():
     assert not np.array_equal(params[0].detach().numpy(), initial[0])
 
 
+def test_a_step_is_an_in_place_change_of_the_parameter_for_autograd_as_in_torch_optim():
+    # The compute copy is written straight into the parameter's memory; autograd must still see
+    # a change of a tensor that a retained graph saved.
+    for make in (lambda p: torch.optim.SGD(p, lr=0.1), lambda p: mf.optim.SGD(p, lr=0.1),
+                 lambda p: mf.optim.Adam(p, storage=mf.optim.LowStorage(mf.bfloat16))):
+        p = torch.nn.Parameter(torch.randn(100))
+        optimizer = make([p])
+        loss = (p * p).sum()  # saves p
+        loss.backward(retain_graph=True)
+        version = p._version
+        optimizer.step()
+        assert p._version > version
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
+def test_a_parameter_that_is_not_contiguous_gets_the_same_compute_copy():
+    base = torch.randn(64, 48)
+    strided = torch.nn.Parameter(base.t())  # a transposed view: not contiguous
+    dense = torch.nn.Parameter(base.t().contiguous())
+    assert not strided.is_contiguous()
+    for p in (strided, dense):
+        optimizer = mf.optim.SGD([p], lr=0.1, momentum=0.9, storage=mf.optim.SplitStorage(mf.binary16, 8))
+        for step in range(3):
+            p.grad = torch.full_like(p, 0.01 * (step + 1))
+            optimizer.step()
+    assert torch.equal(strided.detach().view(torch.int32), dense.detach().view(torch.int32))
+
+
 def test_low_storage_holds_only_codes_and_updates_below_half_an_ulp_vanish():
     p = torch.nn.Parameter(torch.full((64,), 1.0))
     optimizer = mf.optim.SGD([p], lr=1.0, storage=mf.optim.LowStorage(mf.bfloat16))

@@ -632,15 +632,20 @@ template <class Visible, class Extra, pair_form Form>
   unsigned char visible[block_values * sizeof(Visible)], extra[block_values * sizeof(Extra)];
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
-    bool coded = true;
-    for (std::size_t i = 0; i < m; i += field_lane_count) {
-      const std::size_t count = std::min(field_lane_count, m - i);
+    const auto split_at = [&](std::size_t i, std::size_t count) {
       field_lanes h, e;
-      coded = split(minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count), start + i, h, e);
-      if (!coded) break;
+      if (!split(minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count), start + i, h, e))
+        return false;
       store_fields<Visible>(visible + i * sizeof(Visible), h, count);
       store_fields<Extra>(extra + i * sizeof(Extra), e, count);
-    }
+      return true;
+    };
+    // Whole registers with the constant count (single-instruction loads and stores), then the
+    // tail, as in reconstruct_fields below.
+    const std::size_t whole = m / field_lane_count * field_lane_count;
+    bool coded = true;
+    for (std::size_t i = 0; coded && i < whole; i += field_lane_count) coded = split_at(i, field_lane_count);
+    if (coded && whole < m) coded = split_at(whole, m - whole);
     if (!coded) throw_uncoded(x.subspan(start, m), sp.truncate, first + start);
     std::memcpy(vbytes + start * sizeof(Visible), visible, m * sizeof(Visible));
     std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
@@ -653,13 +658,18 @@ template <class Visible, class Extra, pair_form Form>
 [[gnu::flatten]] void reconstruct_fields(const split_layout& l, const unsigned char* vbytes,
                                          const unsigned char* ebytes, std::span<float> out) {
   const pair_restorer<Form> restore(l);
-  for (std::size_t i = 0; i < out.size(); i += field_lane_count) {
-    const std::size_t count = std::min(field_lane_count, out.size() - i);
+  const auto restore_at = [&](std::size_t i, std::size_t count) {
     minifloat::detail::store_lanes(out.data() + i,
                                    restore(load_fields<Visible>(vbytes + i * sizeof(Visible), count),
                                            load_fields<Extra>(ebytes + i * sizeof(Extra), count)),
                                    count);
-  }
+  };
+  // Whole registers with the constant count, so the field loads and the store are single
+  // instructions (with the count a variable they were calls to memcpy: 16M fp16+8 pairs took
+  // 19-22 ms), then the tail.
+  const std::size_t whole = out.size() / field_lane_count * field_lane_count;
+  for (std::size_t i = 0; i < whole; i += field_lane_count) restore_at(i, field_lane_count);
+  if (whole < out.size()) restore_at(whole, out.size() - whole);
 }
 
 /// The weights of a byte_field_layout seen a register at a time in place: load(i, count, out)
