@@ -137,10 +137,16 @@ template <class State, class Weights, class Options>
 struct library_step {
   Weights w;
   const Options& o;
+  unsigned threads = 1;  ///< for split weights (optimizers.hpp's threaded overloads)
   State s{};
   void step() {
-    if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o);
-    else ms::adam_step(w, gradients(), s, o);
+    if constexpr (std::is_same_v<Weights, std::vector<float>>) {
+      if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o);
+      else ms::adam_step(w, gradients(), s, o);
+    } else {
+      if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o, minifloat::threads{threads});
+      else ms::adam_step(w, gradients(), s, o, minifloat::threads{threads});
+    }
   }
 };
 
@@ -169,19 +175,6 @@ void time_against(benchmark::State& bm, Tested& tested, Reference& reference, do
   set_rate(bm, bytes);
   bm.counters["x_ref"] = reference_seconds / tested_seconds;
 }
-
-// A split step on `threads` threads (optimizers.hpp's threaded overloads).
-template <class State, class Options>
-struct threaded_split_step {
-  ms::split_tensor w;
-  const Options& o;
-  unsigned threads;
-  State s{};
-  void step() {
-    if constexpr (std::is_same_v<State, ms::sgd_state>) ms::sgd_step(w, gradients(), s, o, minifloat::threads{threads});
-    else ms::adam_step(w, gradients(), s, o, minifloat::threads{threads});
-  }
-};
 
 using sgd_fp32 = library_step<ms::sgd_state, std::vector<float>, ms::sgd_options>;
 using adam_fp32 = library_step<ms::adam_state, std::vector<float>, ms::adam_options>;
@@ -227,8 +220,8 @@ void split_threads(benchmark::State& state, const Options& o, double other_bytes
   const auto& l = layouts[state.range(0)];
   const auto threads = static_cast<unsigned>(state.range(1));
   state.SetLabel(std::string(layout_names[state.range(0)]) + " " + std::to_string(threads) + " threads vs 1");
-  threaded_split_step<State, Options> tested{ms::split_tensor(initial_weights(), l), o, threads};
-  threaded_split_step<State, Options> reference{ms::split_tensor(initial_weights(), l), o, 1};
+  library_step<State, ms::split_tensor, Options> tested{ms::split_tensor(initial_weights(), l), o, threads};
+  library_step<State, ms::split_tensor, Options> reference{ms::split_tensor(initial_weights(), l), o, 1};
   time_against(state, tested, reference, weight_bytes(l) * 2 + other_bytes);
 }
 void bm_sgd_split_threads(benchmark::State& state) { split_threads<ms::sgd_state>(state, sgd, sgd_other); }
