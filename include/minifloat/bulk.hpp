@@ -653,8 +653,10 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
   lane_counts<V> local;
   if constexpr (Count) local.first_nonzero = first_nonzero_magnitude<Mode>(p);
   const auto run = [&]<float_add_shape Shape>() {
-    for (; i + lanes <= n; i += lanes)
+    for (; i + lanes <= n; i += lanes) {
+      prefetch_stream(in, out, i, n);
       store_lanes(out + i, round_lanes<Mode, Count, true, Shape>(p, load_lanes<V>(in + i), V{}, local, ~V{}, true));
+    }
   };
   if (p.flush_below_bits != 0 || p.unsigned_zero) run.template operator()<float_add_shape::any>();
   else if (p.overflow_bits == p.max_bits) run.template operator()<float_add_shape::saturating>();
@@ -681,6 +683,7 @@ template <rounding Mode, bool Count, hardware_form H, bool Daz>
   if constexpr (Count) local.first_nonzero = first_nonzero_magnitude<Mode>(p);
   std::size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
+    prefetch_stream(in, out, i, n);
     const V u = load_lanes<V>(in + i);
     if (hardware_misses<H, Daz>(u)) {
       store_lanes(out + i, round_lanes<Mode, Count>(p, u, V{}, local, ~V{}, float_add));
@@ -744,6 +747,7 @@ template <rounding Mode, bool Count, std::floating_point S>
     if (float_add) i = float_add_run<Mode, Count>(p, in, out, i, n, counts);
   }
   for (; i + lanes <= n; i += lanes) {
+    prefetch_stream(in, out, i, n);
     const V u = load_lanes<V>(in + i);
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(r.first_index() + i);
