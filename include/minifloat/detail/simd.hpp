@@ -108,12 +108,15 @@ template <bool ForWriting = false, class T>
   const std::size_t end = first + count < n ? first + count : n;
   for (std::size_t k = first; k < end; k += per_line) __builtin_prefetch(p + k, ForWriting ? 1 : 0, 3);
 }
-/// Both arrays of an elementwise loop over n elements at position i: the line of each that lies
-/// prefetch_ahead_bytes ahead.
+/// Both arrays of an elementwise loop over n elements at position i (i < n): the line of each
+/// that lies prefetch_ahead_bytes ahead, for reading the input and writing the output. Near the
+/// end the address is clamped to the last element instead of skipped, which keeps a branch out of
+/// the loop: skipping measured 10-20 % slower in cache (docs/performance.md).
 template <class T, class U>
 [[gnu::always_inline]] inline void prefetch_stream(const T* in, const U* out, std::size_t i, std::size_t n) {
-  prefetch_range(in, i + prefetch_ahead_bytes / sizeof(T), 1, n);
-  prefetch_range<true>(out, i + prefetch_ahead_bytes / sizeof(U), 1, n);
+  constexpr std::size_t in_ahead = prefetch_ahead_bytes / sizeof(T), out_ahead = prefetch_ahead_bytes / sizeof(U);
+  __builtin_prefetch(in + (i + in_ahead < n ? i + in_ahead : n - 1), 0, 3);
+  __builtin_prefetch(out + (i + out_ahead < n ? i + out_ahead : n - 1), 1, 3);
 }
 
 /// True when any lane of v is nonzero.
