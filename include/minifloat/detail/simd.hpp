@@ -92,11 +92,11 @@ inline void store_lanes(T* p, const V& v, std::size_t count = sizeof(V) / sizeof
 }
 
 /// How far ahead of a streaming loop's position its input and output are requested: one 4 KiB
-/// page. On the Intel machine of docs/performance.md ("Prefetching a page ahead") the hardware
-/// prefetcher alone held quantize of 16M floats at 0.76-0.83x memcpy for stochastic rounding
-/// (its AES chain delays the loads, so the prefetcher falls behind) and 0.88-0.94x for the
-/// nearest modes; requesting the input line and the output line (for writing) a page ahead
-/// gave 0.92-0.96x and 0.98-1.03x. In cache it costs nothing measurable.
+/// page. On the Intel machine of docs/performance.md ("The Intel machine, and requesting lines a
+/// page ahead") the hardware prefetcher alone held quantize of 16M floats at 0.77-0.87x memcpy
+/// for stochastic rounding (its AES chain delays the loads, so the prefetcher falls behind) and
+/// 0.89-0.95x for the nearest modes; requesting the input line and the output line (for
+/// writing) a page ahead gave 0.96-1.01x and 0.99-1.04x. In cache it costs nothing measurable.
 inline constexpr std::size_t prefetch_ahead_bytes = 4096;
 
 /// Requests the cache lines of p[first, first + count) that lie inside the array's n elements

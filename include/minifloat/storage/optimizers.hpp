@@ -438,8 +438,11 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
 /// gradients, state) advances together. 256 measured a few percent faster than 64 and 1024.
 inline constexpr std::size_t field_tile = 256;
 
-/// How far ahead of the tile being updated its float streams (gradients, optimizer state) are
-/// requested: prefetch_ahead_bytes of floats, four tiles.
+/// How far ahead of the tile being updated an SGD step requests its gradient and momentum lines:
+/// prefetch_ahead_bytes of floats, four tiles. The restore and split between tiles leave the
+/// hardware prefetcher no stream to follow; on the Intel machine of docs/performance.md the
+/// requests took SGD fp16+8 from 19.8-20.2 to 16.0-16.2 ms per 16M weights. Adam's tile step,
+/// whose arithmetic covers its loads, was no faster with them and makes none.
 inline constexpr std::size_t tile_prefetch_distance = minifloat::detail::prefetch_ahead_bytes / sizeof(float);
 
 /// An optimizer's step on one tile of restored weights, called as (tile, at, n): the tile holds
