@@ -567,7 +567,7 @@ TEST_CASE("the one-pass step over 8- and 16-bit fields stores the scalar core's 
     INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
     REQUIRE(ms::detail::byte_field_layout(l));
     std::mt19937 gen(21);
-    // 1000 weights: 3 tiles of 256 (field_tile), then 232 (14 registers and a partial one); huge values only
+    // 1000 weights: 7 tiles of 128 (field_tile), then 104 (6 registers and a partial one); huge values only
     // where an overflowing update can be stored.
     std::vector<float> initial = split_oracle::split_specials(l, 1000, gen);
     for (auto& w : initial)

@@ -433,7 +433,7 @@ class pair_splitter {
   }
 
   /// The most values draw_tile takes at once.
-  static constexpr std::size_t tile_draw_values = 256;
+  static constexpr std::size_t tile_draw_values = 128;
 
   /// For a stochastic split, decides for the floats at `values` (`count` of them, element indices
   /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) which lanes
