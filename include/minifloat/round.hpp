@@ -269,9 +269,15 @@ enum class lane_path : std::uint8_t { plain, finite, any };
 /// P(away) = floor(fraction * 2^random_bits) / 2^random_bits. Every stochastic path decides by it:
 /// the core's general path, plain_stochastic_carries, and the float forms (bulk.hpp) and split
 /// storage, which find the fraction their own way.
+/// Written as (random | low) < fraction, low = ~random_mask: one operation fewer than comparing
+/// both words masked, and the same decision. With a = random & random_mask and s = low + 1 (one
+/// step of the kept bits), a and fraction & random_mask are multiples of s, so a < fraction &
+/// random_mask <=> a + s <= fraction & random_mask <=> a + s <= fraction (the masked fraction is
+/// the largest multiple of s not above fraction; a + s = 2^W exceeds both) <=> a + low < fraction,
+/// and a + low = random | low.
 template <std::floating_point S, class L>
 constexpr auto stochastic_rounds_away(const rounding_plan<S>& p, L fraction, L random) {
-  return (random & p.random_mask) < (fraction & p.random_mask);
+  return (random | static_cast<typename source_layout<S>::bits>(~p.random_mask)) < fraction;
 }
 
 /// What stochastic rounding on lane_path::plain (below) adds to the source bits before clearing
