@@ -444,12 +444,15 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
 /// than 128 (SGD fp16+8 stochastic).
 inline constexpr std::size_t field_tile = 128;
 
-/// How far ahead of the tile being updated an SGD step requests its gradient and momentum lines:
-/// four tiles, 2 KiB of floats. The restore and split between tiles leave the hardware
-/// prefetcher no stream to follow; on the Intel machine the requests took SGD fp16+8 from
-/// 19.8-20.2 to 16.0-16.2 ms per 16M weights (256-weight tiles, 4 KiB ahead), and with
-/// 128-weight tiles 2 KiB ahead was as fast as 3 KiB and faster than 1 and 8 KiB. Adam's tile step, whose arithmetic covers
-/// its loads, was no faster with them (either tile size) and makes none.
+/// How far ahead of the tile being updated a step requests lines: four tiles. The tile loop
+/// requests the fields for writing (every step rewrites them in place), and an SGD step its
+/// gradient and momentum lines (2 KiB of floats ahead). The restore and split between tiles
+/// leave the hardware prefetcher no stream to follow; on the Intel machine the SGD requests took
+/// SGD fp16+8 from 19.8-20.2 to 16.0-16.2 ms per 16M weights (256-weight tiles, 4 KiB ahead),
+/// with 128-weight tiles 2 KiB ahead was as fast as 3 KiB and faster than 1 and 8 KiB, and the
+/// field requests added 2-6 % to most split steps (docs/performance.md, "Tiles of 128 weights").
+/// Adam's tile step, whose arithmetic covers its loads, was no faster with requests for its
+/// gradient and moments (either tile size) and makes none.
 inline constexpr std::size_t tile_prefetch_distance = 4 * field_tile;
 
 /// An optimizer's step on one tile of restored weights, called as (tile, at, n): the tile holds
@@ -497,6 +500,7 @@ template <class Fields>
   alignas(64) float tile[field_tile];
   std::size_t start = begin;
   for (; start + field_tile <= end; start += field_tile) {
+    w.prefetch_tile(start + tile_prefetch_distance);
     w.load_tile(start, field_tile, tile);
     step(tile, start, field_tile);
     w.store_tile(start, field_tile, tile);

@@ -707,6 +707,13 @@ class byte_field_weights {
 
   /// The most weights one load_tile or store_tile takes (an optimizer's tile).
   static constexpr std::size_t tile_values = pair_splitter<Form>::tile_draw_values;
+  /// Requests the fields of the tile_values weights from i (those below size()) for writing
+  /// (prefetchw): a step reads them and rewrites them in place.
+  [[gnu::always_inline]] void prefetch_tile(std::size_t i) const {
+    minifloat::detail::prefetch_range<true>(visible_, i * sizeof(Visible), tile_values * sizeof(Visible),
+                                            size_ * sizeof(Visible));
+    minifloat::detail::prefetch_range<true>(extra_, i * sizeof(Extra), tile_values * sizeof(Extra), size_ * sizeof(Extra));
+  }
   /// load() over weights [i, i + count), count <= tile_values (i a multiple of it), and store()
   /// over them after a stochastic layout's rounding of the tile in one batch
   /// (pair_splitter::draw_tile). Inlined into one tile loop per layout kind
