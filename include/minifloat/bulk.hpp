@@ -244,8 +244,8 @@ constexpr bool float_add_form = false;
 
 /// What float_add_rounding (and stochastic_float_rounding) knows of its plan at compile time:
 /// nothing (`any`: the plan's flags are tested per register), or that it neither flushes nor has
-/// an unsigned zero and that it saturates or not. The kernels pick the shape once per call: the two common shapes then have
-/// no flag tests, branches or register copies in their loops.
+/// an unsigned zero and that it saturates or not. The kernels pick the shape once per call: the
+/// two common shapes then have no flag tests, branches or register copies in their loops.
 enum class float_add_shape { any, saturating, to_overflow_result };
 
 /// float_add_rounding's constants as registers, derived from the plan once per kernel call. The
