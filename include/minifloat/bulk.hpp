@@ -858,8 +858,10 @@ template <rounding Mode, std::floating_point S, std::unsigned_integral C>
     return m;
   };
   std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes)
+  for (; i + lanes <= n; i += lanes) {
+    prefetch_stream(in.data(), out.data(), i, n);
     if (const std::size_t k = step(i, lanes); k < lanes) return i + k;
+  }
   if (i < n)
     if (const std::size_t k = step(i, n - i); k < n - i) return i + k;
   return n;
@@ -883,7 +885,10 @@ template <std::floating_point S, std::unsigned_integral C>
     store_lanes(out.data() + i, value_lanes(c, codes, [](V v) { return integer_to_float_bits(v); }), m);
   };
   std::size_t i = 0;
-  for (; i + lanes <= in.size(); i += lanes) step(i, lanes);
+  for (; i + lanes <= in.size(); i += lanes) {
+    prefetch_stream(in.data(), out.data(), i, in.size());
+    step(i, lanes);
+  }
   if (i < in.size()) step(i, in.size() - i);
 #else
   (void)in, (void)out, (void)c;
