@@ -264,7 +264,7 @@ struct float_add_plan {
       : low_binade(V{} + p.smallest_normal_bits()), high_binade(V{} + (((p.max_bits >> 23) + 1) << 23)),
         magic(V{} + ((p.d_normal << 23) | 0x400000U)), flush_below(V{} + p.flush_below_bits),
         underflow(V{} + p.underflow_bits), max_bits(V{} + p.max_bits), overflow(V{} + p.overflow_bits),
-        flush(p.flush_below_bits != 0), unsigned_zero(p.unsigned_zero), saturates(p.overflow_bits == p.max_bits) {}
+        flush(p.flush_below_bits != 0), unsigned_zero(p.unsigned_zero), saturates(p.saturates()) {}
 };
 
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
@@ -518,7 +518,7 @@ template <float_add_shape Shape = float_add_shape::any>
   const __m512 magnitude = _mm512_mask_add_ps(down, d.up, down, d.q);
   V result;
   std::memcpy(&result, &magnitude, 64);
-  const bool saturates = Shape == float_add_shape::any ? p.overflow_bits == p.max_bits : Shape == float_add_shape::saturating;
+  const bool saturates = Shape == float_add_shape::any ? p.saturates() : Shape == float_add_shape::saturating;
   if (saturates) result = lane_min(result, V{} + p.max_bits);
   else result = select(result > p.max_bits, V{} + p.overflow_bits, result);
   return with_sign_of(result, u);
@@ -663,7 +663,7 @@ template <rounding Mode, bool Count, std::floating_point S, class V>
     }
   };
   if (p.flush_below_bits != 0 || p.unsigned_zero) run.template operator()<float_add_shape::any>();
-  else if (p.overflow_bits == p.max_bits) run.template operator()<float_add_shape::saturating>();
+  else if (p.saturates()) run.template operator()<float_add_shape::saturating>();
   else run.template operator()<float_add_shape::to_overflow_result>();
   if constexpr (Count) counts.merge(local);
   return i;
@@ -702,7 +702,7 @@ template <bool Count, std::floating_point S, class V>
   const bool float_add = use_float_add(p);
   const std::size_t registers = n / lanes;
   lane_counts<V> local;
-  if (p.overflow_bits == p.max_bits)
+  if (p.saturates())
     stochastic_registers<Count, float_add_shape::saturating>(p, draw, float_add, first_index, in, out, registers, n, local);
   else
     stochastic_registers<Count, float_add_shape::to_overflow_result>(p, draw, float_add, first_index, in, out, registers,
@@ -723,7 +723,7 @@ template <rounding Mode, bool Count, hardware_form H, bool Daz>
   constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
   const rounding_plan<float> p = plan;  // a local copy: stores to out cannot alias it
   const bool float_add = use_float_add(p);
-  const bool saturates = p.overflow_bits == p.max_bits;
+  const bool saturates = p.saturates();
   const __m512 max = _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(p.max_bits)));
   lane_counts<V> local;
   if constexpr (Count) local.first_nonzero = first_nonzero_magnitude<Mode>(p);

@@ -135,6 +135,9 @@ struct rounding_plan {
 
   /// The format's smallest normal value, as source bits.
   MINIFLOAT_HD constexpr bits smallest_normal_bits() const { return emin_field << source_layout<S>::mantissa_bits; }
+  /// True when a finite result beyond max becomes max itself (saturation, or a format that
+  /// stays finite), so the kernels may clamp with a minimum instead of selecting.
+  MINIFLOAT_HD constexpr bool saturates() const { return overflow_bits == max_bits; }
   /// True when every finite input rounds onto the signed grid of the format's values, subnormals
   /// included, keeping its sign: no flushing of either kind, no unsigned zero (fnuz) and no
   /// unsigned exponent (E8M0). The bulk kernels' stochastic float form and the split's successor

@@ -438,10 +438,10 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
 /// gradients, state) advances together. A tile's restore, update and split (about 300
 /// instructions for 128 weights) fit in the core's out-of-order window, so the next tile's
 /// loads start while it computes. On the Intel machine of docs/performance.md ("Tiles of 128
-/// weights, fields requested ahead") 128 made every 16M split step 5-20 % faster than 256 (SGD fp16+8 15.8-16.1 ->
-/// 13.4-13.5 ms, Adam e4m3+8 stochastic 0.75-0.77x -> 0.95-1.01x the fp32 step), 64 and 512
-/// were slower, and in cache 128 was no slower; on the Zen 4, 256 had measured about 5 % faster
-/// than 128 (SGD fp16+8 stochastic).
+/// weights, fields requested ahead") 128 made every 16M split step 5-20 % faster than 256 (SGD
+/// fp16+8 15.8-16.1 -> 13.4-13.5 ms, Adam e4m3+8 stochastic 0.75-0.77x -> 0.95-1.01x the fp32
+/// step), 64 and 512 were slower, and in cache 128 was no slower; on the Zen 4, 256 had
+/// measured about 5 % faster than 128 (SGD fp16+8 stochastic).
 inline constexpr std::size_t field_tile = 128;
 
 /// How far ahead of the tile being updated a step requests lines: four tiles. The tile loop

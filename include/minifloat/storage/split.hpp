@@ -712,7 +712,8 @@ class byte_field_weights {
   [[gnu::always_inline]] void prefetch_tile(std::size_t i) const {
     minifloat::detail::prefetch_range<true>(visible_, i * sizeof(Visible), tile_values * sizeof(Visible),
                                             size_ * sizeof(Visible));
-    minifloat::detail::prefetch_range<true>(extra_, i * sizeof(Extra), tile_values * sizeof(Extra), size_ * sizeof(Extra));
+    minifloat::detail::prefetch_range<true>(extra_, i * sizeof(Extra), tile_values * sizeof(Extra),
+                                            size_ * sizeof(Extra));
   }
   /// load() over weights [i, i + count), count <= tile_values (i a multiple of it), and store()
   /// over them after a stochastic layout's rounding of the tile in one batch
