@@ -272,8 +272,25 @@ template <class Field>
 ///    or result is a float subnormal except |x| / s for a float subnormal x, which truncates to 0
 ///    whether or not DAZ or FTZ zero it first, so MXCSR does not change the bits. Registers with
 ///    NaN or Inf lanes (in x, or among h's codes) take the core.
+///  - hardware_binary16 (AVX-512 with BW, DQ and VL; binary16 visible, 8-bit extra fields, so
+///    n = 8 truncating or 7 stochastic, R = fp(5, 10 + n, 15)): the processor's conversions
+///    between float and binary16, whose results are exact, take a register whose lanes allow
+///    them, and the rebiased form takes the others (binary16's pairs meet its conditions).
+///    Split: where every lane is zero or in binary16's normal binades below the top one,
+///    vcvtps2ph toward zero is h (the truncation), the float's next n mantissa bits are the
+///    extra field (float's binades are binary16's there, each a multiple of ulp(h) / 2^n apart),
+///    and a stochastic h is the next code up. Restore: h's float f = vcvtph2ps(h) (exact; the
+///    instruction ignores DAZ), then for |h| >= 2^-13 R's value is f's bits plus e << (13 - n)
+///    (e sign-extended from its byte for a stochastic layout: its flag bit 7 then subtracts
+///    2^13, one step of h, which moves across binades as float bits do), and below that, in
+///    binary16's subnormals and first normal binade where R's step is 2^-(24 + n) throughout,
+///    sign(h) * (|f| + e * 2^-(24 + n)) (exact in one fused multiply-add). Registers with NaN or
+///    Inf h, or a flagged zero h (not a split's pair), take the rebiased form.
 ///  - core: round_lanes, code_lanes and value_lanes.
-enum class pair_form : std::uint8_t { core, float_prefix, rebiased };
+enum class pair_form : std::uint8_t { core, float_prefix, rebiased, hardware_binary16 };
+
+/// Whether a form is the rebiased form or starts from it (its registers the others leave).
+constexpr bool rebiased_based(pair_form f) { return f == pair_form::rebiased || f == pair_form::hardware_binary16; }
 
 /// Whether R's codes of a layout are rebiased floats (pair_form::rebiased's conditions).
 constexpr bool rebiased_floats(const split_layout& l) {
@@ -287,7 +304,12 @@ constexpr bool rebiased_floats(const split_layout& l) {
 inline pair_form pair_form_for(const split_layout& l) {
   if (l.visible == bfloat16) return pair_form::float_prefix;
 #if defined(__AVX512F__)
-  if (sizeof(field_lanes) == 64 && rebiased_floats(l)) return pair_form::rebiased;
+  if (sizeof(field_lanes) == 64 && rebiased_floats(l)) {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if (l.visible == binary16 && l.extra_bits == 8) return pair_form::hardware_binary16;
+#endif
+    return pair_form::rebiased;
+  }
 #endif
   return pair_form::core;
 }
@@ -366,7 +388,8 @@ class pair_restorer {
         ,
         rebiased_(l)
 #endif
-  {
+        ,
+        small_step_(std::ldexp(1.0f, -24 - l.kept_bits())) {
   }
   [[gnu::always_inline]] field_lanes operator()(field_lanes h, field_lanes e) const {
     // As reconstruct_block: a set flag means h is its truncated code's successor.
@@ -376,7 +399,7 @@ class pair_restorer {
     }
     if constexpr (Form == pair_form::float_prefix) return canonical_nan_bits((h << kept_ | e) << (16 - kept_));
 #if defined(__AVX512F__)
-    if constexpr (Form == pair_form::rebiased) {
+    if constexpr (rebiased_based(Form)) {
       if (field_lanes v; rebiased_.restore((h << kept_) | e, v)) return v;
     }
 #endif
@@ -384,7 +407,52 @@ class pair_restorer {
                                           [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
   }
 
+  /// R's values of the `count` (at most field_lane_count) pairs whose fields start at vbytes and
+  /// ebytes, stored at out.
+  template <class Visible, class Extra>
+  [[gnu::always_inline]] void restore_fields(const unsigned char* vbytes, const unsigned char* ebytes,
+                                             std::size_t count, float* out) const {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if constexpr (Form == pair_form::hardware_binary16) {
+      if (count == field_lane_count && restore_binary16(vbytes, ebytes, out)) return;
+    }
+#endif
+    minifloat::detail::store_lanes(
+        out, (*this)(load_fields<Visible>(vbytes, count), load_fields<Extra>(ebytes, count)), count);
+  }
+
  private:
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  /// pair_form::hardware_binary16's restore of 16 pairs (binary16 codes at vbytes, extra bytes at
+  /// ebytes) into out; false, storing nothing, where an h is NaN or Inf or a flagged zero.
+  [[gnu::always_inline]] bool restore_binary16(const unsigned char* vbytes, const unsigned char* ebytes,
+                                               float* out) const {
+    namespace core = minifloat::detail;
+    __m256i h;
+    __m128i e_bytes;
+    std::memcpy(&h, vbytes, sizeof h);
+    std::memcpy(&e_bytes, ebytes, sizeof e_bytes);
+    const __m512 f = _mm512_maskz_cvtph_ps(core::all_lanes16, h);
+    // A stochastic field's flag (bit 7) counts -2^7 steps of R: one step of h down.
+    const __m512i e = stochastic_ ? _mm512_maskz_cvtepi8_epi32(core::all_lanes16, e_bytes)
+                                  : _mm512_maskz_cvtepu8_epi32(core::all_lanes16, e_bytes);
+    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000U));
+    const __m512i f_bits = _mm512_castps_si512(f);
+    const __m512 magnitude = _mm512_castsi512_ps(_mm512_maskz_andnot_epi32(core::all_lanes16, sign, f_bits));
+    // |h| < 2^-13 (exponent field 0 or 1): sign(h) * (|f| + e * step); NaN or Inf h gives NaN or
+    // +Inf here, a flagged zero h a negative magnitude, and those registers take the rebiased form.
+    const __m512 small_magnitude = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(core::all_lanes16, e), _mm512_set1_ps(small_step_), magnitude);
+    if (_mm512_fpclass_ps_mask(small_magnitude, not_a_magnitude) != 0) return false;
+    const __m512i normal = _mm512_add_epi32(f_bits, _mm512_maskz_sllv_epi32(core::all_lanes16, e, _mm512_set1_epi32(13 - kept_)));
+    const __mmask16 small = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7800));
+    const __m512i value =
+        _mm512_mask_or_epi32(normal, small, _mm512_castps_si512(small_magnitude), _mm512_and_si512(f_bits, sign));
+    std::memcpy(out, &value, sizeof value);
+    return true;
+  }
+  /// vfpclassps categories that are not the magnitude of a pair value: QNaN, SNaN, +Inf, negative.
+  static constexpr int not_a_magnitude = 0x01 | 0x80 | 0x08 | 0x40;
+#endif
   minifloat::detail::codec_plan<float> codec_;
   int kept_;
   std::uint32_t kept_mask_;
@@ -392,6 +460,7 @@ class pair_restorer {
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
 #endif
+  float small_step_;  ///< R's step below 2^-13 for hardware_binary16: 2^-(24 + n)
 };
 
 /// split_block's steps on one register of floats, through the core's lane kernels (round_lanes,
@@ -454,10 +523,13 @@ class pair_splitter {
     tile_drawn_ = true;
     const std::uint64_t first = first_draw_ + at;
     const std::size_t registers = (count + field_lane_count - 1) / field_lane_count;
+    unsigned plain_registers = 0;
     const auto round_register = [&](std::size_t r, field_lanes random) {
       const std::size_t i = r * field_lane_count;
-      tile_rounded_up_[r] =
-          rounds_up(minifloat::detail::load_lanes<field_lanes>(values + i, std::min(field_lane_count, count - i)), random);
+      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + i, std::min(field_lane_count, count - i));
+      const bool plain = in_plain_range(u);
+      if constexpr (Form == pair_form::hardware_binary16) plain_registers |= unsigned{plain} << r;
+      tile_rounded_up_[r] = rounds_up(u, random, plain);
     };
     // The aligned registers of whole ARS blocks (the usual case) skip lane_random's joining.
     if (first % field_lane_count == 0) {
@@ -465,8 +537,34 @@ class pair_splitter {
     } else {
       for (std::size_t r = 0; r < registers; ++r) round_register(r, draw_(first + r * field_lane_count));
     }
+    tile_plain_ = plain_registers;
   }
 
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  /// pair_form::hardware_binary16's split of the floats u (element `at` in lane 0) into 16
+  /// binary16 codes at vbytes and extra bytes at ebytes, where every lane is zero or in
+  /// binary16's normal binades below the top one (in_plain_range: draw_tile's record, or tested
+  /// here); false, storing nothing, elsewhere.
+  [[gnu::always_inline]] bool split_binary16(field_lanes u, std::uint64_t at, unsigned char* vbytes,
+                                             unsigned char* ebytes) {
+    const std::size_t r = at / field_lane_count % tile_draw_registers;
+    if (stochastic_ && !successor_codes_) return false;
+    if (!(tile_drawn_ ? (tile_plain_ >> r & 1U) != 0 : in_plain_range(u))) return false;
+    const __m512i x = std::bit_cast<__m512i>(u);
+    __m256i h = _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
+    // The next n bits below h's last one; the byte store drops the bits above.
+    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, _mm512_set1_epi32(13 - kept_));
+    if (stochastic_) {
+      const field_lanes up = drawn_up(u, at);  // a flag: h one code up, the field's bit 7 set
+      h = _mm256_mask_sub_epi16(h, _mm512_movepi32_mask(std::bit_cast<__m512i>(up)), h, _mm256_set1_epi16(-1));
+      e = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x7F), e, std::bit_cast<__m512i>(up), 0xCA);  // low 7 bits of e, bit 7 of up
+    }
+    std::memcpy(vbytes, &h, sizeof h);
+    const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
+    std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
+    return true;
+  }
+#endif
   /// The fields (h, e) of the floats whose bits are u, element index `at` (of the split's
   /// numbering) in lane 0; false when one has no code in the restored format (then h and e are
   /// not set).
@@ -474,7 +572,7 @@ class pair_splitter {
     namespace core = minifloat::detail;
     using src = source_layout<float>;
 #if defined(__AVX512F__)
-    if constexpr (Form == pair_form::rebiased) {
+    if constexpr (rebiased_based(Form)) {
       if (!core::any_lane_at_least(u << 1, src::inf_bits << 1)) {
         const field_lanes wide = rebiased_.codes(u);
         h = wide >> kept_;
@@ -555,17 +653,21 @@ class pair_splitter {
   /// when it has decided them, else now.
   [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
     if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
-    return rounds_up(u, draw_(first_draw_ + at));
+    return rounds_up(u, draw_(first_draw_ + at), in_plain_range(u));
+  }
+  /// With plain_carries_, whether every lane of u is zero or in the visible format's normal
+  /// binades below its top one (else false).
+  [[gnu::always_inline]] bool in_plain_range(field_lanes u) const {
+    return plain_carries_ && minifloat::detail::zero_or_within(u << 1, normal2_, below_top_span2_);
   }
   /// All ones in the lanes where stochastic rounding of u with the words `random` moves away from
-  /// zero (so the stochastic code is the truncated code's successor). With plain_carries_, a register
-  /// whose lanes are all zero or in the visible format's normal binades below its top one asks
-  /// the core whether plain rounding carries (plain_stochastic_carries) without rounding: no
-  /// rounding there reaches the saturation, and the carry is what rounds away from zero.
-  [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random) {
+  /// zero (so the stochastic code is the truncated code's successor); `plain`: in_plain_range(u).
+  /// A plain register asks the core whether plain rounding carries (plain_stochastic_carries)
+  /// without rounding: no rounding there reaches the saturation, and the carry is what rounds
+  /// away from zero.
+  [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random, bool plain) {
     namespace core = minifloat::detail;
-    if (plain_carries_ && core::zero_or_within(u << 1, normal2_, below_top_span2_))
-      return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
+    if (plain) return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
 #if defined(__AVX512F__)
     // Likewise, below the top binade, the stochastic float form's decision without its result
     // (registers that mix the visible format's subnormals and normals, as e4m3's weights do).
@@ -602,6 +704,7 @@ class pair_splitter {
   minifloat::detail::lane_random<field_lanes> draw_;
   static constexpr std::size_t tile_draw_registers = tile_draw_values / field_lane_count;
   bool tile_drawn_ = false;  ///< whether draw_tile has decided the flags of the floats the next calls split
+  unsigned tile_plain_ = 0;  ///< draw_tile's registers that were in_plain_range, bit r for register r
   field_lanes tile_rounded_up_[tile_draw_registers];
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
@@ -633,11 +736,18 @@ template <class Visible, class Extra, pair_form Form>
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
     const auto split_at = [&](std::size_t i, std::size_t count) {
+      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count);
+      unsigned char* const vbytes = visible + i * sizeof(Visible);
+      unsigned char* const ebytes = extra + i * sizeof(Extra);
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+      if constexpr (Form == pair_form::hardware_binary16) {
+        if (count == field_lane_count && split.split_binary16(u, start + i, vbytes, ebytes)) return true;
+      }
+#endif
       field_lanes h, e;
-      if (!split(minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count), start + i, h, e))
-        return false;
-      store_fields<Visible>(visible + i * sizeof(Visible), h, count);
-      store_fields<Extra>(extra + i * sizeof(Extra), e, count);
+      if (!split(u, start + i, h, e)) return false;
+      store_fields<Visible>(vbytes, h, count);
+      store_fields<Extra>(ebytes, e, count);
       return true;
     };
     // Whole registers with the constant count (single-instruction loads and stores), then the
@@ -659,10 +769,8 @@ template <class Visible, class Extra, pair_form Form>
                                          const unsigned char* ebytes, std::span<float> out) {
   const pair_restorer<Form> restore(l);
   const auto restore_at = [&](std::size_t i, std::size_t count) {
-    minifloat::detail::store_lanes(out.data() + i,
-                                   restore(load_fields<Visible>(vbytes + i * sizeof(Visible), count),
-                                           load_fields<Extra>(ebytes + i * sizeof(Extra), count)),
-                                   count);
+    restore.template restore_fields<Visible, Extra>(vbytes + i * sizeof(Visible), ebytes + i * sizeof(Extra), count,
+                                                    out.data() + i);
   };
   // Whole registers with the constant count, so the field loads and the store are single
   // instructions (with the count a variable they were calls to memcpy: 16M fp16+8 pairs took
@@ -690,17 +798,21 @@ class byte_field_weights {
   static constexpr std::size_t lanes = field_lane_count;  ///< the most values one load or store takes
   std::size_t size() const { return size_; }
   [[gnu::always_inline]] void load(std::size_t i, std::size_t count, float* out) const {
-    minifloat::detail::store_lanes(out,
-                                   restore_(load_fields<Visible>(visible_ + i * sizeof(Visible), count),
-                                            load_fields<Extra>(extra_ + i * sizeof(Extra), count)),
-                                   count);
+    restore_.template restore_fields<Visible, Extra>(visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra), count,
+                                                     out);
   }
   /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
   /// an all_finite format: a step checks that first).
   [[gnu::always_inline]] void store(std::size_t i, std::size_t count, const float* in) {
+    const field_lanes u = minifloat::detail::load_lanes<field_lanes>(in, count);
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if constexpr (Form == pair_form::hardware_binary16) {
+      if (count == lanes && split_.split_binary16(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
+        return;
+    }
+#endif
     field_lanes h, e;
-    if (!split_(minifloat::detail::load_lanes<field_lanes>(in, count), i, h, e))
-      throw_uncoded(std::span<const float>(in, count), truncate_, i);
+    if (!split_(u, i, h, e)) throw_uncoded(std::span<const float>(in, count), truncate_, i);
     store_fields<Visible>(visible_ + i * sizeof(Visible), h, count);
     store_fields<Extra>(extra_ + i * sizeof(Extra), e, count);
   }
@@ -852,6 +964,12 @@ void with_field_types(const split_layout& l, F f) {
   };
   constexpr std::integral_constant<pair_form, pair_form::core> core_form;
   const pair_form form = pair_form_for(l);
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  if (form == pair_form::hardware_binary16) {
+    f(std::uint16_t{}, std::uint8_t{}, std::integral_constant<pair_form, pair_form::hardware_binary16>{});
+    return;
+  }
+#endif
 #if defined(__AVX512F__)
   if (form == pair_form::rebiased) {
     constexpr std::integral_constant<pair_form, pair_form::rebiased> rebiased_form;
