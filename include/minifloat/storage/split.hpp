@@ -239,6 +239,26 @@ template <class Field>
   return __builtin_convertvector(narrow, field_lanes);
 }
 
+/// load_fields, each field sign-extended from its width (two's complement bits, as uint32 lanes).
+template <class Field>
+[[gnu::always_inline]] inline field_lanes load_signed_fields(const unsigned char* bytes, std::size_t count) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(field_lanes) == 64) {
+    using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
+    FV narrow{};
+    std::memcpy(&narrow, bytes, count * sizeof(Field));
+    __m512i wide;
+    if constexpr (sizeof(Field) == 1)
+      wide = _mm512_maskz_cvtepi8_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m128i>(narrow));
+    else
+      wide = _mm512_maskz_cvtepi16_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m256i>(narrow));
+    return std::bit_cast<field_lanes>(wide);
+  }
+#endif
+  constexpr std::uint32_t top = std::uint32_t{1} << (8 * sizeof(Field) - 1);
+  return (load_fields<Field>(bytes, count) ^ top) - top;
+}
+
 /// The low bytes of `count` lanes stored as byte-wide fields of type Field.
 template <class Field>
 [[gnu::always_inline]] inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
@@ -417,6 +437,16 @@ class pair_restorer {
       if (count == field_lane_count && restore_binary16(vbytes, ebytes, out)) return;
     }
 #endif
+    if constexpr (Form == pair_form::float_prefix) {
+      if (stochastic_) {
+        // The field sign-extended from its width (kept_ + 1 bits): its flag (the top bit) then
+        // counts -2^kept_ steps of R, so that shifted into place it subtracts one step of h, and
+        // (h << 16) + that = ((h - flag) << 16) | (rest << (16 - kept_)), operator()'s bits.
+        minifloat::detail::store_lanes(
+            out, canonical_nan_bits((load_fields<Visible>(vbytes, count) << 16) + (load_signed_fields<Extra>(ebytes, count) << (16 - kept_))), count);
+        return;
+      }
+    }
     minifloat::detail::store_lanes(
         out, (*this)(load_fields<Visible>(vbytes, count), load_fields<Extra>(ebytes, count)), count);
   }
