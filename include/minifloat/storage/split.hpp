@@ -218,8 +218,9 @@ using field_lanes = minifloat::detail::simd_t<std::uint32_t>;
 inline constexpr std::size_t field_lane_count = minifloat::detail::simd_lanes<std::uint32_t>;
 
 /// `count` (at most field_lane_count) byte-wide fields of type Field from `bytes`, widened to
-/// 32-bit lanes (the rest zero).
-template <class Field>
+/// 32-bit lanes (the rest zero): zero-extended, or with SignExtend sign-extended from the field's
+/// width (two's complement bits).
+template <class Field, bool SignExtend = false>
 [[gnu::always_inline]] inline field_lanes load_fields(const unsigned char* bytes, std::size_t count) {
   using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
   FV narrow{};
@@ -228,35 +229,21 @@ template <class Field>
   if constexpr (sizeof(field_lanes) == 64) {
     // GCC widens bytes through general registers otherwise. The zero-masked forms with a full
     // mask: GCC 12's unmasked ones start from _mm512_undefined_epi32() (-Wmaybe-uninitialized).
+    const __mmask16 all = minifloat::detail::all_lanes16;
     __m512i wide;
     if constexpr (sizeof(Field) == 1)
-      wide = _mm512_maskz_cvtepu8_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m128i>(narrow));
+      wide = SignExtend ? _mm512_maskz_cvtepi8_epi32(all, std::bit_cast<__m128i>(narrow))
+                        : _mm512_maskz_cvtepu8_epi32(all, std::bit_cast<__m128i>(narrow));
     else
-      wide = _mm512_maskz_cvtepu16_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m256i>(narrow));
+      wide = SignExtend ? _mm512_maskz_cvtepi16_epi32(all, std::bit_cast<__m256i>(narrow))
+                        : _mm512_maskz_cvtepu16_epi32(all, std::bit_cast<__m256i>(narrow));
     return std::bit_cast<field_lanes>(wide);
   }
 #endif
-  return __builtin_convertvector(narrow, field_lanes);
-}
-
-/// load_fields, each field sign-extended from its width (two's complement bits, as uint32 lanes).
-template <class Field>
-[[gnu::always_inline]] inline field_lanes load_signed_fields(const unsigned char* bytes, std::size_t count) {
-#if defined(__AVX512F__)
-  if constexpr (sizeof(field_lanes) == 64) {
-    using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
-    FV narrow{};
-    std::memcpy(&narrow, bytes, count * sizeof(Field));
-    __m512i wide;
-    if constexpr (sizeof(Field) == 1)
-      wide = _mm512_maskz_cvtepi8_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m128i>(narrow));
-    else
-      wide = _mm512_maskz_cvtepi16_epi32(minifloat::detail::all_lanes16, std::bit_cast<__m256i>(narrow));
-    return std::bit_cast<field_lanes>(wide);
-  }
-#endif
+  const field_lanes wide = __builtin_convertvector(narrow, field_lanes);
+  if constexpr (!SignExtend) return wide;
   constexpr std::uint32_t top = std::uint32_t{1} << (8 * sizeof(Field) - 1);
-  return (load_fields<Field>(bytes, count) ^ top) - top;
+  return (wide ^ top) - top;
 }
 
 /// The low bytes of `count` lanes stored as byte-wide fields of type Field.
@@ -443,7 +430,7 @@ class pair_restorer {
         // counts -2^kept_ steps of R, so that shifted into place it subtracts one step of h, and
         // (h << 16) + that = ((h - flag) << 16) | (rest << (16 - kept_)), operator()'s bits.
         minifloat::detail::store_lanes(
-            out, canonical_nan_bits((load_fields<Visible>(vbytes, count) << 16) + (load_signed_fields<Extra>(ebytes, count) << (16 - kept_))), count);
+            out, canonical_nan_bits((load_fields<Visible>(vbytes, count) << 16) + (load_fields<Extra, true>(ebytes, count) << (16 - kept_))), count);
         return;
       }
     }
