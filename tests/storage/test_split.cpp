@@ -571,14 +571,17 @@ TEST_CASE("binary16-, bfloat16-, e4m3- and e5m2-visible layouts (the float-prefi
 }
 
 #if defined(__SSE__)
-TEST_CASE("with MXCSR's DAZ or FTZ set, e4m3- and e5m2-visible layouts (the rebiased pair form) store and restore "
-          "the same bits",
+TEST_CASE("with MXCSR's DAZ or FTZ set, e4m3-, e5m2- and binary16-visible layouts (the rebiased and hardware_binary16 "
+          "pair forms) store and restore the same bits",
           "[split][byte_fields]") {
-  const ms::split_layout layouts[] = {
-      {minifloat::e4m3, 8}, {minifloat::e4m3, 8, ms::split_mode::stochastic}, {minifloat::e5m2, 8}};
+  const ms::split_layout layouts[] = {{minifloat::e4m3, 8},
+                                      {minifloat::e4m3, 8, ms::split_mode::stochastic},
+                                      {minifloat::e5m2, 8},
+                                      {minifloat::binary16, 8},
+                                      {minifloat::binary16, 8, ms::split_mode::stochastic}};
   // Float subnormals (which DAZ zeroes), R's and the visible formats' subnormals and normals.
   std::vector<float> x;
-  for (const float start : {1e-45f, 0x1p-130f, 0x1p-18f, 0x1p-10f, 0x1p-7f, 0.02f, 1.0f})
+  for (const float start : {1e-45f, 0x1p-130f, 0x1p-26f, 0x1p-18f, 0x1p-15f, 0x1p-10f, 0x1p-7f, 0.02f, 1.0f})
     for (std::uint32_t i = 0; i < 2000; ++i)
       for (const float sign : {1.0f, -1.0f}) x.push_back(sign * std::bit_cast<float>(std::bit_cast<std::uint32_t>(start) + 977 * i));
   std::mt19937 gen(23);

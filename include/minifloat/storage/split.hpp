@@ -429,8 +429,8 @@ class pair_restorer {
         // The field sign-extended from its width (kept_ + 1 bits): its flag (the top bit) then
         // counts -2^kept_ steps of R, so that shifted into place it subtracts one step of h, and
         // (h << 16) + that = ((h - flag) << 16) | (rest << (16 - kept_)), operator()'s bits.
-        minifloat::detail::store_lanes(
-            out, canonical_nan_bits((load_fields<Visible>(vbytes, count) << 16) + (load_fields<Extra, true>(ebytes, count) << (16 - kept_))), count);
+        const field_lanes h = load_fields<Visible>(vbytes, count), e = load_fields<Extra, true>(ebytes, count);
+        minifloat::detail::store_lanes(out, canonical_nan_bits((h << 16) + (e << (16 - kept_))), count);
         return;
       }
     }
@@ -458,9 +458,11 @@ class pair_restorer {
     const __m512 magnitude = _mm512_castsi512_ps(_mm512_maskz_andnot_epi32(core::all_lanes16, sign, f_bits));
     // |h| < 2^-13 (exponent field 0 or 1): sign(h) * (|f| + e * step); NaN or Inf h gives NaN or
     // +Inf here, a flagged zero h a negative magnitude, and those registers take the rebiased form.
-    const __m512 small_magnitude = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(core::all_lanes16, e), _mm512_set1_ps(small_step_), magnitude);
+    const __m512 small_magnitude =
+        _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(core::all_lanes16, e), _mm512_set1_ps(small_step_), magnitude);
     if (_mm512_fpclass_ps_mask(small_magnitude, not_a_magnitude) != 0) return false;
-    const __m512i normal = _mm512_add_epi32(f_bits, _mm512_maskz_sllv_epi32(core::all_lanes16, e, _mm512_set1_epi32(13 - kept_)));
+    const __m512i normal =
+        _mm512_add_epi32(f_bits, _mm512_maskz_sllv_epi32(core::all_lanes16, e, _mm512_set1_epi32(13 - kept_)));
     const __mmask16 small = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7800));
     const __m512i value =
         _mm512_mask_or_epi32(normal, small, _mm512_castps_si512(small_magnitude), _mm512_and_si512(f_bits, sign));
@@ -568,13 +570,15 @@ class pair_splitter {
     if (stochastic_ && !successor_codes_) return false;
     if (!(tile_drawn_ ? (tile_plain_ >> r & 1U) != 0 : in_plain_range(u))) return false;
     const __m512i x = std::bit_cast<__m512i>(u);
-    __m256i h = _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
+    __m256i h =
+        _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
     // The next n bits below h's last one; the byte store drops the bits above.
     __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, _mm512_set1_epi32(13 - kept_));
     if (stochastic_) {
       const field_lanes up = drawn_up(u, at);  // a flag: h one code up, the field's bit 7 set
       h = _mm256_mask_sub_epi16(h, _mm512_movepi32_mask(std::bit_cast<__m512i>(up)), h, _mm256_set1_epi16(-1));
-      e = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x7F), e, std::bit_cast<__m512i>(up), 0xCA);  // low 7 bits of e, bit 7 of up
+      // 0xCA: a ? b : c, bitwise: e's low 7 bits, up's bit 7.
+      e = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x7F), e, std::bit_cast<__m512i>(up), 0xCA);
     }
     std::memcpy(vbytes, &h, sizeof h);
     const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
