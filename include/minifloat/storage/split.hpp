@@ -398,22 +398,6 @@ class pair_restorer {
         ,
         small_step_(std::ldexp(1.0f, -24 - l.kept_bits())) {
   }
-  [[gnu::always_inline]] field_lanes operator()(field_lanes h, field_lanes e) const {
-    // As reconstruct_block: a set flag means h is its truncated code's successor.
-    if (stochastic_) {
-      h -= e >> kept_;
-      e &= kept_mask_;
-    }
-    if constexpr (Form == pair_form::float_prefix) return canonical_nan_bits((h << kept_ | e) << (16 - kept_));
-#if defined(__AVX512F__)
-    if constexpr (rebiased_based(Form)) {
-      if (field_lanes v; rebiased_.restore((h << kept_) | e, v)) return v;
-    }
-#endif
-    return minifloat::detail::value_lanes(codec_, (h << kept_) | e,
-                                          [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
-  }
-
   /// R's values of the `count` (at most field_lane_count) pairs whose fields start at vbytes and
   /// ebytes, stored at out.
   template <class Visible, class Extra>
@@ -424,21 +408,35 @@ class pair_restorer {
       if (count == field_lane_count && restore_binary16(vbytes, ebytes, out)) return;
     }
 #endif
+    const field_lanes h = load_fields<Visible>(vbytes, count);
     if constexpr (Form == pair_form::float_prefix) {
-      if (stochastic_) {
-        // The field sign-extended from its width (kept_ + 1 bits): its flag (the top bit) then
-        // counts -2^kept_ steps of R, so that shifted into place it subtracts one step of h, and
-        // (h << 16) + that = ((h - flag) << 16) | (rest << (16 - kept_)), operator()'s bits.
-        const field_lanes h = load_fields<Visible>(vbytes, count), e = load_fields<Extra, true>(ebytes, count);
-        minifloat::detail::store_lanes(out, canonical_nan_bits((h << 16) + (e << (16 - kept_))), count);
-        return;
-      }
+      // (h << 16) + (e << (16 - n)) is the code shifted into float's bits. A stochastic field is
+      // sign-extended from its width (n + 1 bits): its flag, the top bit, then counts -2^n steps
+      // of R, one step of h, so the sum is ((h - flag) << 16) | (rest << (16 - n)), the rule below.
+      const field_lanes e = stochastic_ ? load_fields<Extra, true>(ebytes, count) : load_fields<Extra>(ebytes, count);
+      minifloat::detail::store_lanes(out, canonical_nan_bits((h << 16) + (e << (16 - kept_))), count);
+    } else {
+      minifloat::detail::store_lanes(out, codes_to_values(h, load_fields<Extra>(ebytes, count)), count);
     }
-    minifloat::detail::store_lanes(
-        out, (*this)(load_fields<Visible>(vbytes, count), load_fields<Extra>(ebytes, count)), count);
   }
 
  private:
+  /// R's values (float bits) of the visible codes h and zero-extended extra fields e, for the
+  /// rebiased-based and core forms.
+  [[gnu::always_inline]] field_lanes codes_to_values(field_lanes h, field_lanes e) const {
+    // As reconstruct_block: a set flag means h is its truncated code's successor.
+    if (stochastic_) {
+      h -= e >> kept_;
+      e &= kept_mask_;
+    }
+#if defined(__AVX512F__)
+    if constexpr (rebiased_based(Form)) {
+      if (field_lanes v; rebiased_.restore((h << kept_) | e, v)) return v;
+    }
+#endif
+    return minifloat::detail::value_lanes(codec_, (h << kept_) | e,
+                                          [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
+  }
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
   /// pair_form::hardware_binary16's restore of 16 pairs (binary16 codes at vbytes, extra bytes at
   /// ebytes) into out; false, storing nothing, where an h is NaN or Inf or a flagged zero.
@@ -446,13 +444,11 @@ class pair_restorer {
                                                float* out) const {
     namespace core = minifloat::detail;
     __m256i h;
-    __m128i e_bytes;
     std::memcpy(&h, vbytes, sizeof h);
-    std::memcpy(&e_bytes, ebytes, sizeof e_bytes);
     const __m512 f = _mm512_maskz_cvtph_ps(core::all_lanes16, h);
     // A stochastic field's flag (bit 7) counts -2^7 steps of R: one step of h down.
-    const __m512i e = stochastic_ ? _mm512_maskz_cvtepi8_epi32(core::all_lanes16, e_bytes)
-                                  : _mm512_maskz_cvtepu8_epi32(core::all_lanes16, e_bytes);
+    const __m512i e = std::bit_cast<__m512i>(stochastic_ ? load_fields<std::uint8_t, true>(ebytes, field_lane_count)
+                                                         : load_fields<std::uint8_t>(ebytes, field_lane_count));
     const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000U));
     const __m512i f_bits = _mm512_castps_si512(f);
     const __m512 magnitude = _mm512_castsi512_ps(_mm512_maskz_andnot_epi32(core::all_lanes16, sign, f_bits));
