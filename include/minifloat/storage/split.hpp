@@ -293,11 +293,27 @@ template <class Field>
 ///    binary16's subnormals and first normal binade where R's step is 2^-(24 + n) throughout,
 ///    sign(h) * (|f| + e * 2^-(24 + n)) (exact in one fused multiply-add). Registers with NaN or
 ///    Inf h, or a flagged zero h (not a split's pair), take the rebiased form.
+///  - scaled_binary16 (AVX-512 with BW, DQ and VL; 8-bit visible codes and 8-bit extra fields
+///    whose R = fp(E, 10, bias) has binary16's 10 mantissa bits: e4m3 + 8 and fp(4, 3, b) + 8
+///    stochastic, e5m2 + 8 truncating; scaled_binary16_layout): R's values times
+///    s = 2^(bias - 15) are binary16 values with the same exponent field (E <= 4, or E = 5
+///    with ieee's specials, which binary16 shares) and the same code bits below the sign, R's
+///    subnormals included. So R's code of x toward zero is vcvtps2ph(x * s) toward zero (x
+///    first limited to the largest pair value, with its sign; x * s is exact, and where it is a
+///    float subnormal, so that DAZ or FTZ may zero it, the result is 0 either way), and a code's
+///    value is vcvtph2ps(code) / s. The code's sign is binary16's bit 15, h's magnitude its
+///    next 7 bits below any zero bit 14 (E = 4), the extra field its low n bits: a stochastic
+///    split adds one code to h and sets the field's flag where it rounds away from zero, and a
+///    stochastic field sign-extended from its byte subtracts that code again on restore.
+///    Registers with a NaN or Inf lane in x, or a restored code at or above Inf's or the NaN
+///    code's first pair (a flagged zero h too), take the rebiased form.
 ///  - core: round_lanes, code_lanes and value_lanes.
-enum class pair_form : std::uint8_t { core, float_prefix, rebiased, hardware_binary16 };
+enum class pair_form : std::uint8_t { core, float_prefix, rebiased, hardware_binary16, scaled_binary16 };
 
 /// Whether a form is the rebiased form or starts from it (its registers the others leave).
-constexpr bool rebiased_based(pair_form f) { return f == pair_form::rebiased || f == pair_form::hardware_binary16; }
+constexpr bool rebiased_based(pair_form f) {
+  return f == pair_form::rebiased || f == pair_form::hardware_binary16 || f == pair_form::scaled_binary16;
+}
 
 /// Whether R's codes of a layout are rebiased floats (pair_form::rebiased's conditions).
 constexpr bool rebiased_floats(const split_layout& l) {
@@ -308,12 +324,33 @@ constexpr bool rebiased_floats(const split_layout& l) {
   return encoding && v.subnormals && r.emax() <= 127 && r.emin() - r.mantissa_bits >= -126;
 }
 
+/// Whether a layout's pairs are binary16 codes once scaled (pair_form::scaled_binary16's
+/// conditions, the instructions aside).
+constexpr bool scaled_binary16_layout(const split_layout& l) {
+  const format r = l.restored();
+  return l.visible_bits() == 8 && l.extra_bits == 8 && r.mantissa_bits == 10 && rebiased_floats(l) &&
+         (r.exponent_bits <= 4 || (r.exponent_bits == 5 && r.encoding == specials::ieee));
+}
+
+/// The smallest magnitude code of R (= l.restored()) that is not a finite pair value: Inf's
+/// (ieee); the NaN visible code's first pair (nan_only: R's codes from there are NaN or beyond
+/// every pair); none for all_finite (2^(E + M'), above every code).
+constexpr std::uint32_t first_special_code(const split_layout& l) {
+  const format& v = l.visible;
+  const int kept = l.kept_bits();
+  const std::uint32_t top_field = low_bits(v.exponent_bits);
+  if (v.encoding == specials::ieee) return (top_field << v.mantissa_bits) << kept;
+  if (v.encoding == specials::nan_only) return low_bits(v.exponent_bits + v.mantissa_bits) << kept;
+  return std::uint32_t{1} << (v.exponent_bits + v.mantissa_bits + kept);
+}
+
 inline pair_form pair_form_for(const split_layout& l) {
   if (l.visible == bfloat16) return pair_form::float_prefix;
 #if defined(__AVX512F__)
   if (sizeof(field_lanes) == 64 && rebiased_floats(l)) {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if (l.visible == binary16 && l.extra_bits == 8) return pair_form::hardware_binary16;
+    if (scaled_binary16_layout(l)) return pair_form::scaled_binary16;
 #endif
     return pair_form::rebiased;
   }
@@ -363,21 +400,82 @@ class rebiased_pairs {
   }
 
  private:
-  /// The smallest magnitude code of R that the form leaves to the core: Inf's (ieee); the NaN
-  /// visible code's first pair (nan_only: R's codes from there are NaN or beyond every pair);
-  /// none for all_finite (2^(E + M'), above every code).
-  static std::uint32_t first_special_code(const split_layout& l) {
-    const format& v = l.visible;
-    const int kept = l.kept_bits();
-    const std::uint32_t top_field = low_bits(v.exponent_bits);
-    if (v.encoding == specials::ieee) return (top_field << v.mantissa_bits) << kept;
-    if (v.encoding == specials::nan_only) return low_bits(v.exponent_bits + v.mantissa_bits) << kept;
-    return std::uint32_t{1} << (v.exponent_bits + v.mantissa_bits + kept);
-  }
-
   int fraction_shift_, sign_shift_;
   std::uint32_t magnitude_mask_, limit_bits_, rebias_, min_normal_bits_, first_normal_code_, first_special_;
   float step_, inverse_step_;
+};
+#endif
+
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+/// pair_form::scaled_binary16's split and restore of 16 pairs (see pair_form), for a layout that
+/// scaled_binary16_layout accepts: n = 8 truncating (E = 5) or 7 stochastic (E = 4).
+class scaled_binary16_pairs {
+ public:
+  explicit scaled_binary16_pairs(const split_layout& l)
+      : scale_(_mm512_set1_ps(std::ldexp(1.0f, l.visible.exponent_bias - 15))),
+        inverse_scale_(_mm512_set1_ps(std::ldexp(1.0f, 15 - l.visible.exponent_bias))),
+        limit_(_mm512_set1_ps(split_plan::largest_pair_value(l))),
+        first_special_(_mm256_set1_epi16(static_cast<short>(std::min<std::uint32_t>(first_special_code(l), 0xFFFFU)))),
+        flag_step_(_mm256_set1_epi16(0x180)),
+        stochastic_(l.mode == split_mode::stochastic) {}
+
+  /// Stores the fields of the 16 finite floats x at vbytes and ebytes; `up`: the lanes a
+  /// stochastic split rounds away from zero (none for a truncating one).
+  [[gnu::always_inline]] void split(__m512 x, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
+    namespace core = minifloat::detail;
+    // vrangeps 0b0010: the smaller magnitude, with the sign of the first operand.
+    const __m512 limited = _mm512_maskz_range_ps(core::all_lanes16, x, limit_, 0b0010);
+    // sign << 15 | R's magnitude code: for E = 4, h's 7 magnitude bits (13..7), then the next n
+    __m256i code = _mm512_maskz_cvtps_ph(core::all_lanes16, _mm512_mul_ps(limited, scale_), _MM_FROUND_TO_ZERO);
+    if (stochastic_) {
+      // h's magnitude one bit up (bit 14 is zero), so that each 16-bit lane is h << 8 | e; a lane
+      // that rounds away from zero adds one code to h and sets the field's flag (bit 7).
+      code = _mm256_add_epi16(code, _mm256_and_si256(code, _mm256_set1_epi16(0x3F80)));
+      code = _mm256_mask_add_epi16(code, up, code, flag_step_);
+    }
+    // Each 128-bit half's low bytes (e) to its first 8 bytes and high bytes (h) to its last 8,
+    // then the halves' e bytes together (low 128 bits) and their h bytes (high 128 bits).
+    const __m256i apart = _mm256_shuffle_epi8(
+        code, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5,
+                               7, 9, 11, 13, 15));
+    const __m256i fields = _mm256_permute4x64_epi64(apart, 0b11011000);
+    const __m128i e = _mm256_castsi256_si128(fields), h = _mm256_extracti128_si256(fields, 1);
+    std::memcpy(ebytes, &e, sizeof e);
+    std::memcpy(vbytes, &h, sizeof h);
+  }
+
+  /// Stores R's values of the 16 pairs at vbytes and ebytes; false, storing nothing, where a
+  /// restored code is Inf's or NaN's or above (first_special_code), or negative (a flagged zero h).
+  [[gnu::always_inline]] bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
+    namespace core = minifloat::detail;
+    __m128i h_bytes, e_bytes;
+    std::memcpy(&h_bytes, vbytes, sizeof h_bytes);
+    std::memcpy(&e_bytes, ebytes, sizeof e_bytes);
+    const __m256i h = _mm256_cvtepu8_epi16(h_bytes);
+    __m256i magnitude;
+    if (stochastic_) {
+      // The field sign-extended from its byte: the flag (bit 7) subtracts 2^7 codes of R, one of h.
+      magnitude = _mm256_add_epi16(_mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F)), 7),
+                                   _mm256_cvtepi8_epi16(e_bytes));
+    } else {
+      magnitude = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F)), 8),
+                                  _mm256_cvtepu8_epi16(e_bytes));
+    }
+    if (_mm256_cmpge_epu16_mask(magnitude, first_special_) != 0) return false;
+    // 0xE4: c ? a : b, bitwise: h's sign bit (moved to bit 15) over the magnitude.
+    const __m256i code = _mm256_ternarylogic_epi32(_mm256_slli_epi16(h, 8), magnitude,
+                                                   _mm256_set1_epi16(static_cast<short>(0x8000)), 0xE4);
+    const __m512 value = _mm512_mul_ps(_mm512_maskz_cvtph_ps(core::all_lanes16, code), inverse_scale_);
+    std::memcpy(out, &value, sizeof value);
+    return true;
+  }
+
+ private:
+  // Broadcast once: GCC otherwise broadcast the scales from a scalar register every register.
+  __m512 scale_, inverse_scale_, limit_;
+  __m256i first_special_;  ///< first_special_code in every 16-bit lane (all_finite E = 4: 2^14)
+  __m256i flag_step_;      ///< a stochastic split's h one code up and its flag, in the lanes h << 8 | e
+  bool stochastic_;
 };
 #endif
 
@@ -395,6 +493,10 @@ class pair_restorer {
         ,
         rebiased_(l)
 #endif
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+        ,
+        scaled_(l)
+#endif
         ,
         small_step_(std::ldexp(1.0f, -24 - l.kept_bits())) {
   }
@@ -406,6 +508,9 @@ class pair_restorer {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
       if (count == field_lane_count && restore_binary16(vbytes, ebytes, out)) return;
+    }
+    if constexpr (Form == pair_form::scaled_binary16) {
+      if (count == field_lane_count && scaled_.restore(vbytes, ebytes, out)) return;
     }
 #endif
     const field_lanes h = load_fields<Visible>(vbytes, count);
@@ -475,6 +580,9 @@ class pair_restorer {
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
 #endif
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  scaled_binary16_pairs scaled_;
+#endif
   float small_step_;  ///< R's step below 2^-13 for hardware_binary16: 2^-(24 + n)
 };
 
@@ -513,6 +621,10 @@ class pair_splitter {
         ,
         rebiased_(sp.layout)
 #endif
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+        ,
+        scaled_(sp.layout)
+#endif
   {
   }
 
@@ -544,6 +656,12 @@ class pair_splitter {
       const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + i, std::min(field_lane_count, count - i));
       const bool plain = in_plain_range(u);
       if constexpr (Form == pair_form::hardware_binary16) plain_registers |= unsigned{plain} << r;
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+      if constexpr (Form == pair_form::scaled_binary16) {
+        tile_up_masks_[r] = rounds_up_mask(u, random, plain);
+        return;
+      }
+#endif
       tile_rounded_up_[r] = rounds_up(u, random, plain);
     };
     // The aligned registers of whole ARS blocks (the usual case) skip lane_random's joining.
@@ -579,6 +697,18 @@ class pair_splitter {
     std::memcpy(vbytes, &h, sizeof h);
     const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
     std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
+    return true;
+  }
+  /// pair_form::scaled_binary16's split of the floats u (element `at` in lane 0) into 16 visible
+  /// codes at vbytes and extra bytes at ebytes; false, storing nothing, where a lane is NaN or Inf.
+  [[gnu::always_inline]] bool split_scaled_binary16(field_lanes u, std::uint64_t at, unsigned char* vbytes,
+                                                    unsigned char* ebytes) {
+    if (stochastic_ && !successor_codes_) return false;
+    const __m512 x = std::bit_cast<__m512>(u);
+    // vfpclassps categories: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80 signalling NaN.
+    if (_mm512_fpclass_ps_mask(x, 0x99) != 0) return false;
+    const __mmask16 up = stochastic_ ? drawn_up_mask(u, at) : 0;
+    scaled_.split(x, up, vbytes, ebytes);
     return true;
   }
 #endif
@@ -669,9 +799,31 @@ class pair_splitter {
   /// rounds_up for the floats u (element `at` in lane 0) with their draws: draw_tile's batch
   /// when it has decided them, else now.
   [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if constexpr (Form == pair_form::scaled_binary16)
+      return std::bit_cast<field_lanes>(_mm512_movm_epi32(drawn_up_mask(u, at)));
+#endif
     if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
     return rounds_up(u, draw_(first_draw_ + at), in_plain_range(u));
   }
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  /// drawn_up as a mask register, for pair_form::scaled_binary16, whose split adds the flags
+  /// under a mask: draw_tile keeps them so, with no vector of all-ones lanes to make and no
+  /// vector to turn back into a mask.
+  [[gnu::always_inline]] __mmask16 drawn_up_mask(field_lanes u, std::uint64_t at) {
+    if (tile_drawn_) return tile_up_masks_[at / field_lane_count % tile_draw_registers];
+    return rounds_up_mask(u, draw_(first_draw_ + at), in_plain_range(u));
+  }
+  /// rounds_up as a mask register.
+  [[gnu::always_inline]] __mmask16 rounds_up_mask(field_lanes u, field_lanes random, bool plain) {
+    if (!plain && round_float_add_) {
+      const field_lanes a = u & source_layout<float>::abs_mask;
+      if (!minifloat::detail::any_lane_at_least(a, top_binade_bits_))
+        return minifloat::detail::stochastic_float_decide(round_, a, random).up;
+    }
+    return _mm512_movepi32_mask(std::bit_cast<__m512i>(rounds_up(u, random, plain)));
+  }
+#endif
   /// With plain_carries_, whether every lane of u is zero or in the visible format's normal
   /// binades below its top one (else false).
   [[gnu::always_inline]] bool in_plain_range(field_lanes u) const {
@@ -723,9 +875,15 @@ class pair_splitter {
   bool tile_drawn_ = false;  ///< whether draw_tile has decided the flags of the floats the next calls split
   unsigned tile_plain_ = 0;  ///< draw_tile's registers that were in_plain_range, bit r for register r
   field_lanes tile_rounded_up_[tile_draw_registers];
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  __mmask16 tile_up_masks_[tile_draw_registers];  ///< draw_tile's flags for pair_form::scaled_binary16
+#endif
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
+#endif
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  scaled_binary16_pairs scaled_;
 #endif
 };
 
@@ -759,6 +917,9 @@ template <class Visible, class Extra, pair_form Form>
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
       if constexpr (Form == pair_form::hardware_binary16) {
         if (count == field_lane_count && split.split_binary16(u, start + i, vbytes, ebytes)) return true;
+      }
+      if constexpr (Form == pair_form::scaled_binary16) {
+        if (count == field_lane_count && split.split_scaled_binary16(u, start + i, vbytes, ebytes)) return true;
       }
 #endif
       field_lanes h, e;
@@ -825,6 +986,11 @@ class byte_field_weights {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
       if (count == lanes && split_.split_binary16(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
+        return;
+    }
+    if constexpr (Form == pair_form::scaled_binary16) {
+      if (count == lanes &&
+          split_.split_scaled_binary16(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
         return;
     }
 #endif
@@ -984,6 +1150,10 @@ void with_field_types(const split_layout& l, F f) {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
   if (form == pair_form::hardware_binary16) {
     f(std::uint16_t{}, std::uint8_t{}, std::integral_constant<pair_form, pair_form::hardware_binary16>{});
+    return;
+  }
+  if (form == pair_form::scaled_binary16) {
+    f(std::uint8_t{}, std::uint8_t{}, std::integral_constant<pair_form, pair_form::scaled_binary16>{});
     return;
   }
 #endif
