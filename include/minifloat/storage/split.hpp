@@ -498,7 +498,12 @@ class pair_restorer {
         scaled_(l)
 #endif
         ,
-        small_step_(std::ldexp(1.0f, -24 - l.kept_bits())) {
+        small_step_(std::ldexp(1.0f, -24 - l.kept_bits()))
+#if defined(__AVX512F__)
+        ,
+        prefix_shift_(_mm512_set1_epi32(16 - l.kept_bits()))
+#endif
+  {
   }
   /// R's values of the `count` (at most field_lane_count) pairs whose fields start at vbytes and
   /// ebytes, stored at out.
@@ -519,6 +524,20 @@ class pair_restorer {
       // sign-extended from its width (n + 1 bits): its flag, the top bit, then counts -2^n steps
       // of R, one step of h, so the sum is ((h - flag) << 16) | (rest << (16 - n)), the rule below.
       const field_lanes e = stochastic_ ? load_fields<Extra, true>(ebytes, count) : load_fields<Extra>(ebytes, count);
+#if defined(__AVX512DQ__)
+      if (count == field_lane_count) {
+        // The field shifted by a vector of counts (one micro-op; two for a scalar count), and NaN
+        // made canonical only in a register that has one (one vfpclassps, not four operations).
+        const __m512i bits = _mm512_add_epi32(std::bit_cast<__m512i>(h << 16),
+                                              _mm512_maskz_sllv_epi32(minifloat::detail::all_lanes16,
+                                                                      std::bit_cast<__m512i>(e), prefix_shift_));
+        const field_lanes value = std::bit_cast<field_lanes>(bits);
+        // vfpclassps categories 0x01 quiet NaN, 0x80 signalling NaN.
+        minifloat::detail::store_lanes(
+            out, _mm512_fpclass_ps_mask(_mm512_castsi512_ps(bits), 0x81) == 0 ? value : canonical_nan_bits(value));
+        return;
+      }
+#endif
       minifloat::detail::store_lanes(out, canonical_nan_bits((h << 16) + (e << (16 - kept_))), count);
     } else {
       minifloat::detail::store_lanes(out, codes_to_values(h, load_fields<Extra>(ebytes, count)), count);
@@ -584,6 +603,9 @@ class pair_restorer {
   scaled_binary16_pairs scaled_;
 #endif
   float small_step_;  ///< R's step below 2^-13 for hardware_binary16: 2^-(24 + n)
+#if defined(__AVX512F__)
+  __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
+#endif
 };
 
 /// split_block's steps on one register of floats, through the core's lane kernels (round_lanes,
@@ -619,7 +641,8 @@ class pair_splitter {
         draw_(sp.stochastic.rng())
 #if defined(__AVX512F__)
         ,
-        rebiased_(sp.layout)
+        rebiased_(sp.layout),
+        prefix_shift_(_mm512_set1_epi32(16 - sp.kept))
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
         ,
@@ -732,6 +755,25 @@ class pair_splitter {
             take_drawn(rebiased_.codes(rounded(u, draw_(first_draw_ + at))) >> kept_, h, e);
           }
         }
+        return true;
+      }
+    }
+#endif
+#if defined(__AVX512DQ__)
+    if constexpr (Form == pair_form::float_prefix) {
+      // Without NaN or Inf lanes (one vfpclassps: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80
+      // signalling NaN) no NaN is made canonical and every lane takes its flag; h is the float's
+      // top half and the field the next n bits, shifted by a vector of counts (one micro-op each
+      // where the general form below takes two shifts by scalar counts, two each, and seven for
+      // the NaN and Inf lanes).
+      const __m512i x = std::bit_cast<__m512i>(u);
+      if (successor_codes_ && _mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) == 0) {
+        // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+        // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
+        const __mmask16 all = minifloat::detail::all_lanes16;
+        h = std::bit_cast<field_lanes>(_mm512_maskz_srli_epi32(all, x, 16));
+        e = std::bit_cast<field_lanes>(_mm512_maskz_srlv_epi32(all, x, prefix_shift_)) & kept_mask_;
+        if (stochastic_) take_rounded_up(drawn_up(u, at), h, e);
         return true;
       }
     }
@@ -881,6 +923,7 @@ class pair_splitter {
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
+  __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
   scaled_binary16_pairs scaled_;
