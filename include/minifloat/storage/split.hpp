@@ -499,7 +499,7 @@ class pair_restorer {
 #endif
         ,
         small_step_(std::ldexp(1.0f, -24 - l.kept_bits()))
-#if defined(__AVX512F__)
+#if defined(__AVX512DQ__)
         ,
         prefix_shift_(_mm512_set1_epi32(16 - l.kept_bits()))
 #endif
@@ -603,7 +603,7 @@ class pair_restorer {
   scaled_binary16_pairs scaled_;
 #endif
   float small_step_;  ///< R's step below 2^-13 for hardware_binary16: 2^-(24 + n)
-#if defined(__AVX512F__)
+#if defined(__AVX512DQ__)
   __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
 #endif
 };
@@ -641,7 +641,10 @@ class pair_splitter {
         draw_(sp.stochastic.rng())
 #if defined(__AVX512F__)
         ,
-        rebiased_(sp.layout),
+        rebiased_(sp.layout)
+#endif
+#if defined(__AVX512DQ__)
+        ,
         prefix_shift_(_mm512_set1_epi32(16 - sp.kept))
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
@@ -923,6 +926,8 @@ class pair_splitter {
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
+#endif
+#if defined(__AVX512DQ__)
   __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
