@@ -645,7 +645,10 @@ class pair_splitter {
 #endif
 #if defined(__AVX512DQ__)
         ,
-        prefix_shift_(_mm512_set1_epi32(16 - sp.kept))
+        prefix_shift_(_mm512_set1_epi32(16 - sp.kept)),
+        plain_fraction_shift_(_mm512_set1_epi32(32 - static_cast<int>(round_.d_normal))),
+        low7_(_mm512_set1_epi32(0x7F)),
+        minus_one16_(_mm256_set1_epi16(-1))
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
         ,
@@ -716,9 +719,9 @@ class pair_splitter {
     __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, _mm512_set1_epi32(13 - kept_));
     if (stochastic_) {
       const field_lanes up = drawn_up(u, at);  // a flag: h one code up, the field's bit 7 set
-      h = _mm256_mask_sub_epi16(h, _mm512_movepi32_mask(std::bit_cast<__m512i>(up)), h, _mm256_set1_epi16(-1));
+      h = _mm256_mask_sub_epi16(h, _mm512_movepi32_mask(std::bit_cast<__m512i>(up)), h, minus_one16_);
       // 0xCA: a ? b : c, bitwise: e's low 7 bits, up's bit 7.
-      e = _mm512_ternarylogic_epi32(_mm512_set1_epi32(0x7F), e, std::bit_cast<__m512i>(up), 0xCA);
+      e = _mm512_ternarylogic_epi32(low7_, e, std::bit_cast<__m512i>(up), 0xCA);
     }
     std::memcpy(vbytes, &h, sizeof h);
     const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
@@ -881,6 +884,17 @@ class pair_splitter {
   /// away from zero.
   [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random, bool plain) {
     namespace core = minifloat::detail;
+#if defined(__AVX512DQ__)
+    // plain_stochastic_carries' fraction, the d dropped bits moved to the top, in one shift by a
+    // vector of counts (vpsllvd, one micro-op; the two shifts by a scalar count there take
+    // three): d >= 1, since the visible format keeps fewer than float's 23 mantissa bits.
+    if (plain) {
+      const __m512i fraction =
+          _mm512_maskz_sllv_epi32(core::all_lanes16, std::bit_cast<__m512i>(u), plain_fraction_shift_);
+      return core::select(core::stochastic_rounds_away(round_, std::bit_cast<field_lanes>(fraction), random),
+                          ~field_lanes{}, field_lanes{});
+    }
+#endif
     if (plain) return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
 #if defined(__AVX512F__)
     // Likewise, below the top binade, the stochastic float form's decision without its result
@@ -928,7 +942,12 @@ class pair_splitter {
   rebiased_pairs rebiased_;
 #endif
 #if defined(__AVX512DQ__)
-  __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
+  // Constants as registers made once: GCC rebuilt 0x7F and -1 every register (a move and a
+  // broadcast, or a compare) where they were written in the loop.
+  __m512i prefix_shift_;          ///< 16 - n in every lane: float_prefix's shift of the extra field
+  __m512i plain_fraction_shift_;  ///< 32 - d: rounds_up's plain fraction
+  __m512i low7_;                  ///< 0x7F: hardware_binary16's stochastic field below its flag
+  __m256i minus_one16_;           ///< -1 in every 16-bit lane: hardware_binary16's h one code up
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
   scaled_binary16_pairs scaled_;
