@@ -372,6 +372,7 @@ const ms::split_layout byte_field_layouts[] = {
     {minifloat::e4m3, 8, ms::split_mode::stochastic},
     {minifloat::e5m2, 16, ms::split_mode::stochastic},
     {minifloat::fp_6_9_0, 8, ms::split_mode::stochastic},
+    {minifloat::fp_4_3_4, 8, ms::split_mode::stochastic},  // all_finite, the scaled_binary16 pair form
 };
 
 }  // namespace
