@@ -728,6 +728,15 @@ class pair_splitter {
     std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
     return true;
   }
+  /// The split of a whole register by the form's processor conversions (hardware_binary16,
+  /// scaled_binary16), the fields stored at vbytes and ebytes; false, storing nothing, for the
+  /// other forms and the registers these leave to the general path.
+  [[gnu::always_inline]] bool split_register(field_lanes u, std::uint64_t at, unsigned char* vbytes,
+                                             unsigned char* ebytes) {
+    if constexpr (Form == pair_form::hardware_binary16) return split_binary16(u, at, vbytes, ebytes);
+    if constexpr (Form == pair_form::scaled_binary16) return split_scaled_binary16(u, at, vbytes, ebytes);
+    return false;
+  }
   /// pair_form::scaled_binary16's split of the floats u (element `at` in lane 0) into 16 visible
   /// codes at vbytes and extra bytes at ebytes; false, storing nothing, where a lane is NaN or Inf.
   [[gnu::always_inline]] bool split_scaled_binary16(field_lanes u, std::uint64_t at, unsigned char* vbytes,
@@ -864,12 +873,20 @@ class pair_splitter {
   }
   /// rounds_up as a mask register.
   [[gnu::always_inline]] __mmask16 rounds_up_mask(field_lanes u, field_lanes random, bool plain) {
-    if (!plain && round_float_add_) {
-      const field_lanes a = u & source_layout<float>::abs_mask;
-      if (!minifloat::detail::any_lane_at_least(a, top_binade_bits_))
-        return minifloat::detail::stochastic_float_decide(round_, a, random).up;
-    }
+    if (__mmask16 up; !plain && below_top_decision(u, random, up)) return up;
     return _mm512_movepi32_mask(std::bit_cast<__m512i>(rounds_up(u, random, plain)));
+  }
+#endif
+#if defined(__AVX512F__)
+  /// For a register below the visible format's top binade, with the stochastic float form
+  /// (registers that mix the visible format's subnormals and normals, as e4m3's weights do):
+  /// that form's decision without its result, in `up`; false, setting nothing, elsewhere.
+  [[gnu::always_inline]] bool below_top_decision(field_lanes u, field_lanes random, __mmask16& up) const {
+    if (!round_float_add_) return false;
+    const field_lanes a = u & source_layout<float>::abs_mask;
+    if (minifloat::detail::any_lane_at_least(a, top_binade_bits_)) return false;
+    up = minifloat::detail::stochastic_float_decide(round_, a, random).up;
+    return true;
   }
 #endif
   /// With plain_carries_, whether every lane of u is zero or in the visible format's normal
@@ -897,13 +914,9 @@ class pair_splitter {
 #endif
     if (plain) return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
 #if defined(__AVX512F__)
-    // Likewise, below the top binade, the stochastic float form's decision without its result
-    // (registers that mix the visible format's subnormals and normals, as e4m3's weights do).
-    if (round_float_add_) {
-      const field_lanes a = u & source_layout<float>::abs_mask;
-      if (!core::any_lane_at_least(a, top_binade_bits_))
-        return std::bit_cast<field_lanes>(_mm512_maskz_set1_epi32(core::stochastic_float_decide(round_, a, random).up, -1));
-    }
+    // Likewise, below the top binade, the stochastic float form's decision without its result.
+    if (__mmask16 up; below_top_decision(u, random, up))
+      return std::bit_cast<field_lanes>(_mm512_maskz_set1_epi32(up, -1));
 #endif
     return farther_from_zero(u, rounded(u, random));
   }
@@ -982,12 +995,7 @@ template <class Visible, class Extra, pair_form Form>
       unsigned char* const vbytes = visible + i * sizeof(Visible);
       unsigned char* const ebytes = extra + i * sizeof(Extra);
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-      if constexpr (Form == pair_form::hardware_binary16) {
-        if (count == field_lane_count && split.split_binary16(u, start + i, vbytes, ebytes)) return true;
-      }
-      if constexpr (Form == pair_form::scaled_binary16) {
-        if (count == field_lane_count && split.split_scaled_binary16(u, start + i, vbytes, ebytes)) return true;
-      }
+      if (count == field_lane_count && split.split_register(u, start + i, vbytes, ebytes)) return true;
 #endif
       field_lanes h, e;
       if (!split(u, start + i, h, e)) return false;
@@ -1051,15 +1059,8 @@ class byte_field_weights {
   [[gnu::always_inline]] void store(std::size_t i, std::size_t count, const float* in) {
     const field_lanes u = minifloat::detail::load_lanes<field_lanes>(in, count);
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if constexpr (Form == pair_form::hardware_binary16) {
-      if (count == lanes && split_.split_binary16(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
-        return;
-    }
-    if constexpr (Form == pair_form::scaled_binary16) {
-      if (count == lanes &&
-          split_.split_scaled_binary16(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
-        return;
-    }
+    if (count == lanes && split_.split_register(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
+      return;
 #endif
     field_lanes h, e;
     if (!split_(u, i, h, e)) throw_uncoded(std::span<const float>(in, count), truncate_, i);
