@@ -277,10 +277,15 @@ enum class lane_path : std::uint8_t { plain, finite, any };
 /// step of the kept bits), a and fraction & random_mask are multiples of s, so a < fraction &
 /// random_mask <=> a + s <= fraction & random_mask <=> a + s <= fraction (the masked fraction is
 /// the largest multiple of s not above fraction; a + s = 2^W exceeds both) <=> a + low < fraction,
-/// and a + low = random | low.
+/// and a + low = random | low: the threshold, which a fraction must exceed (stochastic_threshold;
+/// the AVX-512 paths of split storage compare with it into a mask register).
+template <std::floating_point S, class L>
+constexpr L stochastic_threshold(const rounding_plan<S>& p, L random) {
+  return random | static_cast<typename source_layout<S>::bits>(~p.random_mask);
+}
 template <std::floating_point S, class L>
 constexpr auto stochastic_rounds_away(const rounding_plan<S>& p, L fraction, L random) {
-  return (random | static_cast<typename source_layout<S>::bits>(~p.random_mask)) < fraction;
+  return stochastic_threshold(p, random) < fraction;
 }
 
 /// What stochastic rounding on lane_path::plain (below) adds to the source bits before clearing

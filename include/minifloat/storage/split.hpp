@@ -255,6 +255,12 @@ template <class Field>
     std::memcpy(bytes, &narrow, count * sizeof(Field));
     return;
   }
+  if constexpr (sizeof(field_lanes) == 64 && sizeof(Field) == 1) {
+    // vpmovdb: GCC 12 built the generic narrowing below from byte inserts in some loops.
+    const __m128i narrow = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(codes));
+    std::memcpy(bytes, &narrow, count * sizeof(Field));
+    return;
+  }
 #endif
   using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
   const FV narrow = __builtin_convertvector(codes, FV);
@@ -647,7 +653,9 @@ class pair_splitter {
         ,
         prefix_shift_(_mm512_set1_epi32(16 - sp.kept)),
         plain_fraction_shift_(_mm512_set1_epi32(32 - static_cast<int>(round_.d_normal))),
-        low7_(_mm512_set1_epi32(0x7F)),
+        kept_mask_lanes_(_mm512_set1_epi32(static_cast<int>(sp.kept_mask))),
+        field_flag_lanes_(_mm512_set1_epi32(1 << sp.kept)),
+        binary16_field_shift_(_mm512_set1_epi32(13 - sp.kept)),
         minus_one16_(_mm256_set1_epi16(-1))
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
@@ -712,21 +720,93 @@ class pair_splitter {
     const std::size_t r = at / field_lane_count % tile_draw_registers;
     if (stochastic_ && !successor_codes_) return false;
     if (!(tile_drawn_ ? (tile_plain_ >> r & 1U) != 0 : in_plain_range(u))) return false;
+    const __mmask16 up = stochastic_ ? _mm512_movepi32_mask(std::bit_cast<__m512i>(drawn_up(u, at))) : 0;
+    store_binary16(u, up, vbytes, ebytes);
+    return true;
+  }
+  /// split_binary16's fields of a register in its range, given the lanes `up` that a stochastic
+  /// split rounds away from zero (none for a truncating one).
+  [[gnu::always_inline]] void store_binary16(field_lanes u, __mmask16 up, unsigned char* vbytes,
+                                             unsigned char* ebytes) const {
     const __m512i x = std::bit_cast<__m512i>(u);
     __m256i h =
         _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
     // The next n bits below h's last one; the byte store drops the bits above.
-    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, _mm512_set1_epi32(13 - kept_));
+    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, binary16_field_shift_);
     if (stochastic_) {
-      const field_lanes up = drawn_up(u, at);  // a flag: h one code up, the field's bit 7 set
-      h = _mm256_mask_sub_epi16(h, _mm512_movepi32_mask(std::bit_cast<__m512i>(up)), h, minus_one16_);
-      // 0xCA: a ? b : c, bitwise: e's low 7 bits, up's bit 7.
-      e = _mm512_ternarylogic_epi32(low7_, e, std::bit_cast<__m512i>(up), 0xCA);
+      // A flag: h one code up, the field's bit 7 set (its low 7 bits are the float's).
+      h = _mm256_mask_sub_epi16(h, up, h, minus_one16_);
+      e = _mm512_and_si512(e, kept_mask_lanes_);
+      e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
     }
     std::memcpy(vbytes, &h, sizeof h);
     const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
     std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
-    return true;
+  }
+  /// Whether split_tile takes a form's stochastic tiles.
+  static constexpr bool drawn_tile_form = Form == pair_form::hardware_binary16 ||
+                                          Form == pair_form::scaled_binary16 || Form == pair_form::float_prefix;
+  /// A stochastic split of a whole tile (tile_draw_values floats at `values`, element `at`
+  /// first, its draw index first_draw_ + at a multiple of field_lane_count) into the fields from
+  /// vbytes and ebytes, in one loop that draws each register's words, decides and splits it
+  /// (split_drawn): draw_tile's batch and the register splits after it in one, with no flags
+  /// stored and loaded again, no second load of the floats and no per-register tests of the
+  /// tile's state. A register split_drawn leaves is split by `other(j)` (j: its first float's
+  /// offset in the tile), the general split, which draws its own words (the same ones: a word
+  /// depends on its element index alone). False, doing nothing, for the other forms and
+  /// layouts and for an unaligned draw index; then draw_tile and the register splits take the
+  /// tile.
+  template <class Visible, class Extra, class Other>
+  [[gnu::always_inline]] bool split_tile(std::uint64_t at, const float* values, unsigned char* vbytes,
+                                         unsigned char* ebytes, Other other) {
+    if constexpr (!drawn_tile_form) {
+      return false;
+    } else {
+      const std::uint64_t first = first_draw_ + at;
+      if (!stochastic_ || !successor_codes_ || first % field_lane_count != 0) return false;
+      if (Form != pair_form::scaled_binary16 && !plain_carries_) return false;
+      tile_drawn_ = false;  // other() draws its own words
+      draw_.aligned_run(first, tile_draw_registers, [&](std::size_t r, field_lanes random) {
+        const std::size_t j = r * field_lane_count;
+        const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + j, field_lane_count);
+        if (!split_drawn<Visible, Extra>(u, random, vbytes + j * sizeof(Visible), ebytes + j * sizeof(Extra)))
+          other(j);
+      });
+      return true;
+    }
+  }
+  /// split_tile's split of the floats u with their words `random`: the fields of a stochastic
+  /// split stored at vbytes and ebytes; false, storing nothing, for a register the form leaves
+  /// to the general split (hardware_binary16 and float_prefix: one not in in_plain_range;
+  /// scaled_binary16: one with a NaN or Inf lane).
+  template <class Visible, class Extra>
+  [[gnu::always_inline]] bool split_drawn(field_lanes u, field_lanes random, unsigned char* vbytes,
+                                          unsigned char* ebytes) {
+    if constexpr (Form == pair_form::scaled_binary16) {
+      const __m512 x = std::bit_cast<__m512>(u);
+      // vfpclassps categories: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80 signalling NaN.
+      if (_mm512_fpclass_ps_mask(x, 0x99) != 0) return false;
+      scaled_.split(x, rounds_up_mask(u, random, in_plain_range(u)), vbytes, ebytes);
+      return true;
+    } else {
+      if (!in_plain_range(u)) return false;
+      const __mmask16 up = plain_rounds_up_mask(u, random);
+      if constexpr (Form == pair_form::hardware_binary16) {
+        store_binary16(u, up, vbytes, ebytes);
+      } else {
+        // float_prefix: h the float's top half, the field the next n bits (as operator()), h one
+        // code up and the field's flag set where the rounding goes away from zero.
+        const __mmask16 all = minifloat::detail::all_lanes16;
+        const __m512i x = std::bit_cast<__m512i>(u);
+        __m512i h = _mm512_maskz_srli_epi32(all, x, 16);
+        h = _mm512_mask_sub_epi32(h, up, h, _mm512_maskz_set1_epi32(all, -1));
+        __m512i e = _mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_);
+        e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
+        store_fields<Visible>(vbytes, std::bit_cast<field_lanes>(h), field_lane_count);
+        store_fields<Extra>(ebytes, std::bit_cast<field_lanes>(e), field_lane_count);
+      }
+      return true;
+    }
   }
   /// The split of a whole register by the form's processor conversions (hardware_binary16,
   /// scaled_binary16), the fields stored at vbytes and ebytes; false, storing nothing, for the
@@ -873,8 +953,9 @@ class pair_splitter {
   }
   /// rounds_up as a mask register.
   [[gnu::always_inline]] __mmask16 rounds_up_mask(field_lanes u, field_lanes random, bool plain) {
-    if (__mmask16 up; !plain && below_top_decision(u, random, up)) return up;
-    return _mm512_movepi32_mask(std::bit_cast<__m512i>(rounds_up(u, random, plain)));
+    if (plain) return plain_rounds_up_mask(u, random);
+    if (__mmask16 up; below_top_decision(u, random, up)) return up;
+    return _mm512_movepi32_mask(std::bit_cast<__m512i>(rounds_up(u, random, false)));
   }
 #endif
 #if defined(__AVX512F__)
@@ -902,15 +983,7 @@ class pair_splitter {
   [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random, bool plain) {
     namespace core = minifloat::detail;
 #if defined(__AVX512DQ__)
-    // plain_stochastic_carries' fraction, the d dropped bits moved to the top, in one shift by a
-    // vector of counts (vpsllvd, one micro-op; the two shifts by a scalar count there take
-    // three): d >= 1, since the visible format keeps fewer than float's 23 mantissa bits.
-    if (plain) {
-      const __m512i fraction =
-          _mm512_maskz_sllv_epi32(core::all_lanes16, std::bit_cast<__m512i>(u), plain_fraction_shift_);
-      return core::select(core::stochastic_rounds_away(round_, std::bit_cast<field_lanes>(fraction), random),
-                          ~field_lanes{}, field_lanes{});
-    }
+    if (plain) return std::bit_cast<field_lanes>(_mm512_movm_epi32(plain_rounds_up_mask(u, random)));
 #endif
     if (plain) return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
 #if defined(__AVX512F__)
@@ -920,6 +993,19 @@ class pair_splitter {
 #endif
     return farther_from_zero(u, rounded(u, random));
   }
+#if defined(__AVX512DQ__)
+  /// rounds_up of a plain register as a mask register: plain_stochastic_carries' fraction, the d
+  /// dropped bits moved to the top, in one shift by a vector of counts (vpsllvd, one micro-op;
+  /// the two shifts by a scalar count there take three): d >= 1, since the visible format keeps
+  /// fewer than float's 23 mantissa bits. Compared with the core's threshold into a mask
+  /// (stochastic_rounds_away's vector of -1/0 costs two more instructions where a mask is wanted).
+  [[gnu::always_inline]] __mmask16 plain_rounds_up_mask(field_lanes u, field_lanes random) const {
+    namespace core = minifloat::detail;
+    const __m512i fraction =
+        _mm512_maskz_sllv_epi32(core::all_lanes16, std::bit_cast<__m512i>(u), plain_fraction_shift_);
+    return _mm512_cmplt_epu32_mask(std::bit_cast<__m512i>(core::stochastic_threshold(round_, random)), fraction);
+  }
+#endif
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
   /// or in the format's normal range takes round_bits' single-binade form directly, which costs
@@ -959,7 +1045,9 @@ class pair_splitter {
   // broadcast, or a compare) where they were written in the loop.
   __m512i prefix_shift_;          ///< 16 - n in every lane: float_prefix's shift of the extra field
   __m512i plain_fraction_shift_;  ///< 32 - d: rounds_up's plain fraction
-  __m512i low7_;                  ///< 0x7F: hardware_binary16's stochastic field below its flag
+  __m512i kept_mask_lanes_;       ///< kept_mask_: a stochastic field below its flag
+  __m512i field_flag_lanes_;      ///< 1 << kept_: a stochastic field's flag
+  __m512i binary16_field_shift_;  ///< 13 - n: hardware_binary16's extra field from the float's bits
   __m256i minus_one16_;           ///< -1 in every 16-bit lane: hardware_binary16's h one code up
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
@@ -1091,6 +1179,12 @@ class byte_field_weights {
     for (std::size_t j = 0; j < count; j += lanes) load(i + j, std::min(lanes, count - j), out + j);
   }
   [[gnu::always_inline]] void store_tile(std::size_t i, std::size_t count, const float* in) {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if (count == tile_values &&
+        split_.template split_tile<Visible, Extra>(i, in, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra),
+                                                   [&](std::size_t j) { store(i + j, lanes, in + j); }))
+      return;
+#endif
     split_.draw_tile(i, in, count);
     if (count == tile_values) {
       for (std::size_t j = 0; j < tile_values; j += lanes) store(i + j, lanes, in + j);
