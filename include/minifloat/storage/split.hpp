@@ -681,7 +681,9 @@ class pair_splitter {
   /// SGD bf16+8 6.9 -> 7.1 ms, within its spread; docs/performance.md, "what bounds them"). A
   /// register's flags are found from its own index alone (no tile start kept: with one, GCC
   /// reloaded it in the split loop). Formats whose stochastic code is not always the truncated
-  /// code or its successor (successor_codes) round in the split loop instead.
+  /// code or its successor (successor_codes) round in the split loop instead. Whole tiles at an
+  /// aligned draw index of the hardware_binary16, scaled_binary16 and float_prefix forms take
+  /// split_tile, which draws, decides and splits in one loop; draw_tile takes the other tiles.
   [[gnu::always_inline]] void draw_tile(std::uint64_t at, const float* values, std::size_t count) {
     if (!stochastic_ || !successor_codes_) return;
     tile_drawn_ = true;
