@@ -796,13 +796,11 @@ class pair_splitter {
       if constexpr (Form == pair_form::hardware_binary16) {
         store_binary16(u, up, vbytes, ebytes);
       } else {
-        // float_prefix: h the float's top half, the field the next n bits (as operator()), h one
-        // code up and the field's flag set where the rounding goes away from zero.
-        const __mmask16 all = minifloat::detail::all_lanes16;
-        const __m512i x = std::bit_cast<__m512i>(u);
-        __m512i h = _mm512_maskz_srli_epi32(all, x, 16);
-        h = _mm512_mask_sub_epi32(h, up, h, _mm512_maskz_set1_epi32(all, -1));
-        __m512i e = _mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_);
+        // float_prefix: h one code up and the field's flag set where the rounding goes away from
+        // zero.
+        __m512i h, e;
+        prefix_fields(std::bit_cast<__m512i>(u), h, e);
+        h = _mm512_mask_sub_epi32(h, up, h, _mm512_maskz_set1_epi32(minifloat::detail::all_lanes16, -1));
         e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
         store_fields<Visible>(vbytes, std::bit_cast<field_lanes>(h), field_lane_count);
         store_fields<Extra>(ebytes, std::bit_cast<field_lanes>(e), field_lane_count);
@@ -865,11 +863,10 @@ class pair_splitter {
       // the NaN and Inf lanes).
       const __m512i x = std::bit_cast<__m512i>(u);
       if (successor_codes_ && _mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) == 0) {
-        // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
-        // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
-        const __mmask16 all = minifloat::detail::all_lanes16;
-        h = std::bit_cast<field_lanes>(_mm512_maskz_srli_epi32(all, x, 16));
-        e = std::bit_cast<field_lanes>(_mm512_maskz_srlv_epi32(all, x, prefix_shift_)) & kept_mask_;
+        __m512i hv, ev;
+        prefix_fields(x, hv, ev);
+        h = std::bit_cast<field_lanes>(hv);
+        e = std::bit_cast<field_lanes>(ev);
         if (stochastic_) take_rounded_up(drawn_up(u, at), h, e);
         return true;
       }
@@ -996,6 +993,16 @@ class pair_splitter {
     return farther_from_zero(u, rounded(u, random));
   }
 #if defined(__AVX512DQ__)
+  /// float_prefix's truncated fields of the floats whose bits are x (no NaN or Inf lanes): h the
+  /// top half, e the next n bits, the second shift by a vector of counts (one micro-op; two for
+  /// a scalar count).
+  [[gnu::always_inline]] void prefix_fields(__m512i x, __m512i& h, __m512i& e) const {
+    // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+    // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
+    const __mmask16 all = minifloat::detail::all_lanes16;
+    h = _mm512_maskz_srli_epi32(all, x, 16);
+    e = _mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_);
+  }
   /// rounds_up of a plain register as a mask register: plain_stochastic_carries' fraction, the d
   /// dropped bits moved to the top, in one shift by a vector of counts (vpsllvd, one micro-op;
   /// the two shifts by a scalar count there take three): d >= 1, since the visible format keeps
