@@ -696,7 +696,7 @@ class pair_splitter {
       const bool plain = in_plain_range(u);
       if constexpr (Form == pair_form::hardware_binary16) plain_registers |= unsigned{plain} << r;
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-      if constexpr (Form == pair_form::scaled_binary16) {
+      if constexpr (mask_flags) {
         tile_up_masks_[r] = rounds_up_mask(u, random, plain);
         return;
       }
@@ -722,8 +722,7 @@ class pair_splitter {
     const std::size_t r = at / field_lane_count % tile_draw_registers;
     if (stochastic_ && !successor_codes_) return false;
     if (!(tile_drawn_ ? (tile_plain_ >> r & 1U) != 0 : in_plain_range(u))) return false;
-    const __mmask16 up = stochastic_ ? _mm512_movepi32_mask(std::bit_cast<__m512i>(drawn_up(u, at))) : 0;
-    store_binary16(u, up, vbytes, ebytes);
+    store_binary16(u, stochastic_ ? drawn_up_mask(u, at) : 0, vbytes, ebytes);
     return true;
   }
   /// split_binary16's fields of a register in its range, given the lanes `up` that a stochastic
@@ -936,16 +935,17 @@ class pair_splitter {
   /// when it has decided them, else now.
   [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if constexpr (Form == pair_form::scaled_binary16)
-      return std::bit_cast<field_lanes>(_mm512_movm_epi32(drawn_up_mask(u, at)));
+    if constexpr (mask_flags) return std::bit_cast<field_lanes>(_mm512_movm_epi32(drawn_up_mask(u, at)));
 #endif
     if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
     return rounds_up(u, draw_(first_draw_ + at), in_plain_range(u));
   }
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  /// drawn_up as a mask register, for pair_form::scaled_binary16, whose split adds the flags
-  /// under a mask: draw_tile keeps them so, with no vector of all-ones lanes to make and no
-  /// vector to turn back into a mask.
+  /// Whether the form's register split adds the flags under a mask (hardware_binary16,
+  /// scaled_binary16): draw_tile then keeps them as mask registers, with no vector of all-ones
+  /// lanes to make and no vector to turn back into a mask.
+  static constexpr bool mask_flags = Form == pair_form::hardware_binary16 || Form == pair_form::scaled_binary16;
+  /// drawn_up as a mask register, for the mask_flags forms.
   [[gnu::always_inline]] __mmask16 drawn_up_mask(field_lanes u, std::uint64_t at) {
     if (tile_drawn_) return tile_up_masks_[at / field_lane_count % tile_draw_registers];
     return rounds_up_mask(u, draw_(first_draw_ + at), in_plain_range(u));
@@ -1043,7 +1043,7 @@ class pair_splitter {
   unsigned tile_plain_ = 0;  ///< draw_tile's registers that were in_plain_range, bit r for register r
   field_lanes tile_rounded_up_[tile_draw_registers];
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  __mmask16 tile_up_masks_[tile_draw_registers];  ///< draw_tile's flags for pair_form::scaled_binary16
+  __mmask16 tile_up_masks_[tile_draw_registers];  ///< draw_tile's flags for the mask_flags forms
 #endif
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
