@@ -1104,7 +1104,21 @@ template <class Visible, class Extra, pair_form Form>
     // tail, as in reconstruct_fields below.
     const std::size_t whole = m / field_lane_count * field_lane_count;
     bool coded = true;
-    for (std::size_t i = 0; coded && i < whole; i += field_lane_count) coded = split_at(i, field_lane_count);
+    std::size_t i = 0;
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    // A stochastic split of the forms that have it goes a whole tile at a time, drawn, decided
+    // and split in one loop, as an optimizer step stores its tiles (split_tile: same bits).
+    if constexpr (pair_splitter<Form>::drawn_tile_form) {
+      constexpr std::size_t tile = pair_splitter<Form>::tile_draw_values;
+      for (; coded && i + tile <= whole; i += tile) {
+        const auto other = [&](std::size_t j) { coded = split_at(i + j, field_lane_count) && coded; };
+        if (!split.template split_tile<Visible, Extra>(start + i, x.data() + start + i, visible + i * sizeof(Visible),
+                                                       extra + i * sizeof(Extra), other))
+          break;
+      }
+    }
+#endif
+    for (; coded && i < whole; i += field_lane_count) coded = split_at(i, field_lane_count);
     if (coded && whole < m) coded = split_at(whole, m - whole);
     if (!coded) throw_uncoded(x.subspan(start, m), sp.truncate, first + start);
     std::memcpy(vbytes + start * sizeof(Visible), visible, m * sizeof(Visible));
