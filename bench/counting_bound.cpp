@@ -29,6 +29,8 @@
 #include <span>
 #include <vector>
 
+constexpr const char* no_form = "counting_bound: the float-arithmetic form needs AVX-512; nothing to measure here";
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 
@@ -86,7 +88,7 @@ template <extra What>
 
 int main() {
   if (!md::float_add_form<lanes_u32>) {
-    std::puts("counting_bound: the float-arithmetic form needs AVX-512; nothing to measure here");
+    std::puts(no_form);
     return 0;
   }
   std::mt19937 gen(1);
@@ -175,6 +177,5 @@ int main() {
   std::printf("(all counts %llu)\n", static_cast<unsigned long long>(sink));  // keeps them observable
 }
 #else
-#include <cstdio>
-int main() { std::puts("counting_bound: the float-arithmetic form needs AVX-512; nothing to measure here"); }
+int main() { std::puts(no_form); }
 #endif
