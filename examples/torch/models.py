@@ -1,9 +1,10 @@
 """The residual models of the PyTorch example trainer, for 1x28x28 Fashion-MNIST images.
 
-- resnet18: torchvision's ResNet-18 (He et al., "Deep Residual Learning for Image Recognition",
+- resnet18: ResNet-18 (He et al., "Deep Residual Learning for Image Recognition",
   CVPR 2016, arXiv:1512.03385) with its stem adapted to small grey images: a 3x3 stride-1
   convolution on one input channel instead of 7x7 stride 2 on three, the 3x3 stride-2 max pool
-  kept, so the four stages see 14x14, 7x7, 4x4 and 2x2 maps. The width multiplier scales every
+  kept (`ResNet18(small_input=False)` is the ImageNet-shaped original, with torchvision's module
+  names), so the four stages see 14x14, 7x7, 4x4 and 2x2 maps. The width multiplier scales every
   stage's channels (64, 128, 256, 512 at width 1).
 - resnet20: the CIFAR-style ResNet-20 of the same paper (§4.2): a 3x3 stem and three stages of
   three basic blocks with 16, 32, 64 channels times the width multiplier. Where a block changes
@@ -16,7 +17,6 @@ Both are plain nn.Modules that torch.fx traces (no data-dependent control flow).
 from __future__ import annotations
 
 import torch
-import torchvision
 from torch import nn
 
 
@@ -26,28 +26,67 @@ def _channels(base: int, width: float) -> int:
     return max(1, round(base * width))
 
 
-def resnet18(num_classes: int = 10, width: float = 1.0) -> nn.Module:
-    """torchvision's ResNet-18 for 1x28x28 inputs (stem adapted as the module comment says)."""
-    return _ScaledResNet18(num_classes, width)
+class ResNet18Block(nn.Module):
+    """ResNet-18's basic block, with torchvision's module names (conv1, bn1, relu, conv2, bn2,
+    downsample) so that sites and groups read as they do on torchvision's model. One ReLU module
+    is applied twice, as there."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, stride=1, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.downsample: nn.Module | None = None
+        if stride != 1 or in_channels != out_channels:
+            self.downsample = nn.Sequential(nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False),
+                                            nn.BatchNorm2d(out_channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        identity = x if self.downsample is None else self.downsample(x)  # after the main path, as torchvision orders it
+        return self.relu(out + identity)
 
 
-class _ScaledResNet18(torchvision.models.resnet.ResNet):
-    """ResNet-18 with every stage's channel count multiplied by `width`."""
+class ResNet18(nn.Module):
+    """ResNet-18 (the paper's Table 1): a stem, four stages of two basic blocks, global average
+    pooling and a linear classifier, with torchvision's attribute names and initialisation
+    (Kaiming-normal fan-out convolutions, unit batch-norm scales), so no torchvision is needed.
+    `small_input` swaps the 7x7 stride-2 stem for the 3x3 stride-1 one used on 28x28 images."""
 
-    def __init__(self, num_classes: int, width: float):
-        super().__init__(torchvision.models.resnet.BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
-        block = torchvision.models.resnet.BasicBlock
-        self.inplanes = _channels(64, width)
-        self.conv1 = nn.Conv2d(1, self.inplanes, kernel_size=3, stride=1, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(self.inplanes)
-        self.layer1 = self._make_layer(block, _channels(64, width), 2)
-        self.layer2 = self._make_layer(block, _channels(128, width), 2, stride=2)
-        self.layer3 = self._make_layer(block, _channels(256, width), 2, stride=2)
-        self.layer4 = self._make_layer(block, _channels(512, width), 2, stride=2)
-        self.fc = nn.Linear(_channels(512, width), num_classes)
+    def __init__(self, num_classes: int = 10, in_channels: int = 3, width: float = 1.0, small_input: bool = False):
+        super().__init__()
+        widths = [_channels(c, width) for c in (64, 128, 256, 512)]
+        if small_input:
+            self.conv1 = nn.Conv2d(in_channels, widths[0], kernel_size=3, stride=1, padding=1, bias=False)
+        else:
+            self.conv1 = nn.Conv2d(in_channels, widths[0], kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        stages, channels = [], widths[0]
+        for i, c in enumerate(widths):
+            stride = 1 if i == 0 else 2
+            stages.append(nn.Sequential(ResNet18Block(channels, c, stride), ResNet18Block(c, c, 1)))
+            channels = c
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(channels, num_classes)
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def resnet18(num_classes: int = 10, width: float = 1.0) -> nn.Module:
+    """ResNet-18 for 1x28x28 inputs (stem adapted as the module comment says)."""
+    return ResNet18(num_classes, in_channels=1, width=width, small_input=True)
 
 
 class BasicBlock(nn.Module):

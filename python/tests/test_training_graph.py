@@ -1,19 +1,23 @@
-"""minifloat.training on torchvision's ResNet-18: the C++ graph and Algorithm 1's groups from
+"""minifloat.training on ResNet-18 (examples/torch/models.py, torchvision's structure and names): the C++ graph and Algorithm 1's groups from
 torch.fx, checked against groups worked out by hand (the sizes below were computed on paper from
 the layer shapes, not by the code under test)."""
+
+import os
+import sys
 
 import pytest
 import torch
 
-import torchvision  # Debian's python3-torchvision (the README's test command installs it)
-
 import minifloat.training as mt
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "torch"))
+import models  # noqa: E402  (examples/torch/models.py: ResNet-18 with torchvision's module names)
 
 
 @pytest.fixture(scope="module")
 def resnet18():
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=10)
+    model = models.ResNet18(num_classes=10)
     return mt.instrument(model, torch.randn(2, 3, 32, 32))
 
 
@@ -87,7 +91,7 @@ def test_groups_partition_the_sites_and_start_at_the_input_and_every_gemm(resnet
 
 def test_instrumented_model_computes_what_the_model_computes_when_rounding_is_off():
     torch.manual_seed(1)
-    model = torchvision.models.resnet18(num_classes=10).eval()
+    model = models.ResNet18(num_classes=10).eval()
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
         expected = model(x)

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 import torch
-import torchvision  # Debian's python3-torchvision (the README's test command installs it)
 from torch import nn
 
 import minifloat as mf
@@ -22,7 +21,7 @@ import models  # noqa: E402
 
 def small_resnet(seed=0, batch=4):
     torch.manual_seed(seed)
-    model = torchvision.models.resnet18(num_classes=10)
+    model = models.ResNet18(num_classes=10)
     return mt.instrument(model, torch.randn(batch, 3, 32, 32)), model
 
 
