@@ -27,6 +27,7 @@ const float nan_float = std::numeric_limits<float>::quiet_NaN();
 /// An element format as the spec's tables describe it: emax_elem, and every non-negative value.
 struct spec_element {
   int emax;
+  int mantissa_bits;  // of the values in [1, 2) (MXINT8: 6, the spacing 2^-6)
   std::vector<double> values;  // ascending; index = code magnitude (so parity = last mantissa bit)
   double max() const { return values.back(); }
   /// |y| ≥ this saturates (max + half the spacing just below max).
@@ -46,14 +47,15 @@ spec_element float_element(int e, int m, int bias, bool top_code_is_nan, bool to
 }
 
 // OCP MX v1.0 Table 1 (element formats and their emax)
-const spec_element ref_e4m3 = [] { auto s = float_element(4, 3, 7, true, false); s.emax = 8; return s; }();
-const spec_element ref_e5m2 = [] { auto s = float_element(5, 2, 15, false, true); s.emax = 15; return s; }();
-const spec_element ref_e3m2 = [] { auto s = float_element(3, 2, 3, false, false); s.emax = 4; return s; }();
-const spec_element ref_e2m3 = [] { auto s = float_element(2, 3, 1, false, false); s.emax = 2; return s; }();
-const spec_element ref_e2m1 = [] { auto s = float_element(2, 1, 1, false, false); s.emax = 2; return s; }();
+const spec_element ref_e4m3 = [] { auto s = float_element(4, 3, 7, true, false); s.emax = 8; s.mantissa_bits = 3; return s; }();
+const spec_element ref_e5m2 = [] { auto s = float_element(5, 2, 15, false, true); s.emax = 15; s.mantissa_bits = 2; return s; }();
+const spec_element ref_e3m2 = [] { auto s = float_element(3, 2, 3, false, false); s.emax = 4; s.mantissa_bits = 2; return s; }();
+const spec_element ref_e2m3 = [] { auto s = float_element(2, 3, 1, false, false); s.emax = 2; s.mantissa_bits = 3; return s; }();
+const spec_element ref_e2m1 = [] { auto s = float_element(2, 1, 1, false, false); s.emax = 2; s.mantissa_bits = 1; return s; }();
 const spec_element ref_int8 = [] {  // MXINT8: two's complement with an implicit scale 2^-6, emax 0
   spec_element s{};
   s.emax = 0;
+  s.mantissa_bits = 6;
   for (int k = 0; k <= 127; ++k) s.values.push_back(k / 64.0);
   return s;
 }();
@@ -78,8 +80,32 @@ struct ref_counts {
   std::uint64_t overflows = 0, underflows = 0, clamped = 0, nan_blocks = 0;
 };
 
+/// The unclamped scale exponent of a block with largest magnitude amax > 0, from each rule's
+/// definition in double (frexp, not the library's bit arithmetic): OCP MX's floor, and torchao's
+/// RCEIL, CEIL and EVEN as its ScaleCalculationMode documents them.
+int ref_scale_exponent(const spec_element& t, double amax, mf::scale_rule rule) {
+  int e = 0;
+  const double m = std::frexp(amax, &e);  // amax = m * 2^e, m in [0.5, 1)
+  const int floor_log2 = e - 1;
+  switch (rule) {
+    case mf::scale_rule::floor: return floor_log2 - t.emax;
+    case mf::scale_rule::rceil: {  // the smallest power of two X with amax / X <= max
+      int s = floor_log2 - t.emax - 2;
+      while (amax / std::ldexp(1.0, s) > t.max()) ++s;
+      return s;
+    }
+    case mf::scale_rule::torchao_ceil: return (m == 0.5 ? floor_log2 : floor_log2 + 1) - t.emax;
+    case mf::scale_rule::torchao_even: {  // amax rounded to 1 + mantissa_bits significant bits, ties up
+      const double top = std::ldexp(1.0, t.mantissa_bits + 1);
+      const double rounded = std::floor(std::ldexp(m, t.mantissa_bits + 1) + 0.5);  // in [top / 2, top]
+      return (rounded == top ? floor_log2 + 1 : floor_log2) - t.emax;
+    }
+  }
+  return 0;
+}
+
 /// One MX block, straight from the spec text.
-std::vector<double> ref_mx_block(const spec_element& t, const std::vector<float>& v, bool ceil_rule, ref_counts& n,
+std::vector<double> ref_mx_block(const spec_element& t, const std::vector<float>& v, mf::scale_rule rule, ref_counts& n,
                                  int* scale_exponent = nullptr) {
   for (const float x : v)
     if (std::isnan(x) || std::isinf(x)) {
@@ -92,9 +118,7 @@ std::vector<double> ref_mx_block(const spec_element& t, const std::vector<float>
   for (const float x : v) amax = std::max(amax, std::fabs(double(x)));
   int s = -127;
   if (amax > 0) {
-    s = static_cast<int>(std::floor(std::log2(amax))) - t.emax;
-    if (ceil_rule)
-      while (amax / std::ldexp(1.0, s) > t.max()) ++s;
+    s = ref_scale_exponent(t, amax, rule);
     if (s < -127 || s > 127) ++n.clamped;
     s = std::clamp(s, -127, 127);
   }
@@ -114,7 +138,7 @@ std::vector<double> ref_mx_block(const spec_element& t, const std::vector<float>
 
 /// A whole tensor (rows × cols, blocks along `axis`) through the reference.
 std::vector<double> ref_mx(const spec_element& t, const std::vector<float>& x, std::size_t rows, std::size_t cols,
-                           int axis, int block, bool ceil_rule, ref_counts& n) {
+                           int axis, int block, mf::scale_rule rule, ref_counts& n) {
   std::vector<double> out(x.size());
   const std::size_t along = axis == 1 ? cols : rows, lines = axis == 1 ? rows : cols;
   for (std::size_t line = 0; line < lines; ++line)
@@ -124,7 +148,7 @@ std::vector<double> ref_mx(const spec_element& t, const std::vector<float>& x, s
         where.push_back(axis == 1 ? line * cols + j : j * cols + line);
       std::vector<float> v;
       for (const std::size_t w : where) v.push_back(x[w]);
-      const std::vector<double> q = ref_mx_block(t, v, ceil_rule, n);
+      const std::vector<double> q = ref_mx_block(t, v, rule, n);
       for (std::size_t j = 0; j < where.size(); ++j) out[where[j]] = q[j];
     }
   return out;
@@ -162,9 +186,9 @@ std::vector<float> random_tensor(std::size_t n, std::uint64_t seed) {
 /// Checks the fast kernels (fake quantization, codes, decode, counts) against the reference.
 void check_against_reference(const mx_case& c, const std::vector<float>& x, std::size_t rows, std::size_t cols,
                              int axis, mf::scale_rule rule) {
-  INFO(c.name << " rows " << rows << " cols " << cols << " axis " << axis << " rule " << int(rule));
+  INFO(c.name << " rows " << rows << " cols " << cols << " axis " << axis << " rule " << mf::to_string(rule));
   ref_counts want;
-  const std::vector<double> ref = ref_mx(*c.ref, x, rows, cols, axis, c.f.block_size, rule == mf::scale_rule::ceil, want);
+  const std::vector<double> ref = ref_mx(*c.ref, x, rows, cols, axis, c.f.block_size, rule, want);
   const mf::block_layout layout{rows, cols, axis};
   const mf::block_options o{.rule = rule};
   std::vector<float> got(x.size());
@@ -192,9 +216,9 @@ std::vector<float> block_of(std::size_t n, float fill) { return std::vector<floa
 
 }  // namespace
 
-TEST_CASE("MX fake quantization equals the spec-text reference on random data, both scale rules", "[block]") {
+TEST_CASE("MX fake quantization equals the spec-text reference on random data, every scale rule", "[block]") {
   for (const auto& c : mx_cases)
-    for (const auto rule : {mf::scale_rule::floor, mf::scale_rule::ceil})
+    for (const auto& [name, rule] : mf::named_scale_rules)
       for (const std::size_t n : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{1000},
                                   std::size_t{4099}})
         check_against_reference(c, random_tensor(n, n * 7 + 1), 1, n, 1, rule);
@@ -231,7 +255,7 @@ TEST_CASE("MX edge blocks: zero, one huge value, NaN, Inf, subnormals, amax at a
   x.insert(x.end(), edges.begin(), edges.end());
   x.insert(x.end(), edges.begin(), edges.end());
   for (const auto& c : mx_cases)
-    for (const auto rule : {mf::scale_rule::floor, mf::scale_rule::ceil}) check_against_reference(c, x, 1, x.size(), 1, rule);
+    for (const auto& [name, rule] : mf::named_scale_rules) check_against_reference(c, x, 1, x.size(), 1, rule);
 }
 
 TEST_CASE("MX worked examples by hand", "[block]") {
@@ -261,10 +285,10 @@ TEST_CASE("MX worked examples by hand", "[block]") {
   CHECK(y[3] == -4.0f);
   CHECK(st.elements.overflows == 1);
   // The ceil rule picks X = 2 instead (7 / 6 > 1): 7 / 2 = 3.5 ties to 4 -> 8; 0.7 / 2 -> 0.5 -> 1.
-  mf::quantize_blocks(f4, y, mf::mxfp4, {.rule = mf::scale_rule::ceil});
+  mf::quantize_blocks(f4, y, mf::mxfp4, {.rule = mf::scale_rule::rceil});
   CHECK(y[0] == 8.0f);
   CHECK(y[1] == 1.0f);
-  mf::encode_blocks(f4, elements, scales, mf::mxfp4, {.rule = mf::scale_rule::ceil});
+  mf::encode_blocks(f4, elements, scales, mf::mxfp4, {.rule = mf::scale_rule::rceil});
   CHECK(scales[0] == 128);
 
   // MXINT8: amax 1.5 -> X = 2^0; elements are round(V * 64) / 64 in two's complement:
@@ -426,14 +450,14 @@ TEST_CASE("bad block formats, layouts and spans are rejected with the field name
 }
 
 /// quantize_blocks(x) against the scalar core's rounding of V/X for every value, in every mode
-/// and both scale rules, with the overflow and underflow counts, and encode/decode round trips.
+/// and every scale rule, with the overflow and underflow counts, and encode/decode round trips.
 void check_against_scalar_core(const std::vector<float>& x) {
   for (const auto& c : mx_cases)
     for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
                             mf::rounding::toward_positive, mf::rounding::toward_negative, mf::rounding::to_odd,
                             mf::rounding::stochastic})
-      for (const auto rule : {mf::scale_rule::floor, mf::scale_rule::ceil}) {
-        INFO(c.name << " mode " << int(mode) << " rule " << int(rule));
+      for (const auto& [rule_name, rule] : mf::named_scale_rules) {
+        INFO(c.name << " mode " << int(mode) << " rule " << rule_name);
         const mf::block_options o{.mode = mode, .rule = rule, .seed = 5};
         std::vector<float> got(x.size());
         mf::block_stats st;
@@ -502,4 +526,69 @@ TEST_CASE("groups that skip the look for one-binade blocks and groups that take 
   }
   for (std::size_t i = phase + 4 * 16 * 32; i < phase + 5 * 16 * 32; ++i) x[i] = 0.0f;
   check_against_scalar_core(x);
+}
+
+TEST_CASE("each MX scale rule at amax on, just below and just above powers of two and the element max", "[block]") {
+  for (const auto& c : mx_cases) {
+    // amax candidates: powers of two and their float neighbours across the element's binades and
+    // at the ends of E8M0's range, the element max and its neighbours, and the values where the
+    // rules part (EVEN's rounding tie, just below and above it)
+    std::vector<float> amaxes;
+    const auto around = [&](double v) {
+      const auto f = static_cast<float>(v);
+      for (const float a : {std::nextafter(f, 0.0f), f, std::nextafter(f, 3e38f)})
+        if (a > 0 && std::isfinite(a)) amaxes.push_back(a);
+    };
+    for (const int k : {-149, -140, -127, -126, -125, -20, -1, 0, 1, 2, 3, 8, 9, 15, 16, 100, 120, 125, 126, 127})
+      around(std::ldexp(1.0, k));
+    for (const int k : {-130, -3, 0, 7, 100, 126}) {
+      around(std::ldexp(c.ref->max(), k));
+      around(std::ldexp(2.0 - std::ldexp(1.0, -c.ref->mantissa_bits - 1), k));  // EVEN's tie
+    }
+    amaxes.push_back(std::numeric_limits<float>::max());
+    amaxes.push_back(std::numeric_limits<float>::denorm_min());
+    for (const auto& [name, rule] : mf::named_scale_rules) {
+      std::vector<float> x;  // one block per amax, whose other elements lie below it
+      for (const float amax : amaxes) {
+        INFO(c.name << " rule " << name << " amax " << amax);
+        const int want = ref_scale_exponent(*c.ref, amax, rule);
+        const mf::mx_scale got = mf::mx_scale_for(amax, c.f.element, rule);
+        CHECK(got.exponent == std::clamp(want, -127, 127));
+        CHECK(got.clamped == (want < -127 || want > 127));
+        for (int j = 0; j < 32; ++j) x.push_back(j == 5 ? -amax : amax * static_cast<float>(j) / 37.0f);
+      }
+      // and through the kernels (groups of 16 blocks and blocks on their own), values and codes
+      check_against_reference(c, x, 1, x.size(), 1, rule);
+    }
+  }
+}
+
+TEST_CASE("the scale rules by hand on e4m3: 448, 480 and 496 part floor, rceil, torchao's ceil and even", "[block]") {
+  const auto s = [](float amax, mf::scale_rule rule) { return mf::mx_scale_for(amax, mf::e4m3, rule).exponent; };
+  using r = mf::scale_rule;
+  // 448 = 1.75 * 2^8, e4m3's max: floor and rceil keep 2^0; ceil rounds log2 up (2^1); EVEN's
+  // 1.75 needs no rounding at 3 mantissa bits (2^0).
+  CHECK(s(448, r::floor) == 0);
+  CHECK(s(448, r::rceil) == 0);
+  CHECK(s(448, r::torchao_ceil) == 1);
+  CHECK(s(448, r::torchao_even) == 0);
+  // 480 = 1.875 * 2^8 > 448: rceil moves up, EVEN (1.875 has 3 mantissa bits) does not.
+  CHECK(s(480, r::floor) == 0);
+  CHECK(s(480, r::rceil) == 1);
+  CHECK(s(480, r::torchao_ceil) == 1);
+  CHECK(s(480, r::torchao_even) == 0);
+  // 496 = 1.9375 * 2^8: 1.9375 is a tie at 3 mantissa bits, rounded up to 2: EVEN moves up too.
+  CHECK(s(496, r::torchao_even) == 1);
+  // 256 = 2^8: ceil stays where floor is.
+  CHECK(s(256, r::torchao_ceil) == 0);
+}
+
+TEST_CASE("scale rules by torchao's names, and back", "[block]") {
+  CHECK(mf::find_scale_rule("floor") == mf::scale_rule::floor);
+  CHECK(mf::find_scale_rule("rceil") == mf::scale_rule::rceil);
+  CHECK(mf::find_scale_rule("ceil") == mf::scale_rule::torchao_ceil);
+  CHECK(mf::find_scale_rule("even") == mf::scale_rule::torchao_even);
+  CHECK_FALSE(mf::find_scale_rule("FLOOR").has_value());
+  CHECK_FALSE(mf::find_scale_rule("").has_value());
+  for (const auto& [name, rule] : mf::named_scale_rules) CHECK(mf::to_string(rule) == name);
 }

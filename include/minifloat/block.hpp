@@ -5,9 +5,9 @@
 // MX (docs/formats.md §8 states every rule with examples): a block of `block_size` (32)
 // consecutive elements V_i shares the E8M0 scale X = 2^s,
 //     s = floor(log2(max_i |V_i|)) − emax_elem   (scale_rule::floor, the spec's rule),
-// or one more when V/X would exceed the element format's largest value (scale_rule::ceil: the
-// smallest power of two X with max|V|/X ≤ max_elem, which torchao calls CEIL/RCEIL), clamped to
-// E8M0's range −127..127; each element is the element format's rounding of V_i / X (any mode of
+// or one more by the rules rceil (the smallest power of two X with max|V|/X ≤ max_elem),
+// torchao_ceil and torchao_even (torchao's RCEIL, CEIL and EVEN), clamped to E8M0's range
+// −127..127; each element is the element format's rounding of V_i / X (any mode of
 // the core, saturating by default as the spec's conversion does). A NaN or ±Inf in a block makes
 // its scale NaN (so every element decodes to NaN); an all-zero block gets s = −127 and stays
 // zero. MXINT8 is the element format int8_mx (k · 2^−6, |k| ≤ 127, emax_elem 0) with
@@ -49,11 +49,34 @@ enum class block_scaling : std::uint8_t {
   e4m3_times_tensor,  ///< NVFP4: an E4M3 value times the per-tensor fp32 scale
 };
 
-/// How the MX scale exponent follows from the block's largest magnitude.
+/// How the MX scale exponent follows from the block's largest magnitude amax (docs/formats.md
+/// §8). Each is one more than `floor` or equal to it; they differ in when they add the one.
 enum class scale_rule : std::uint8_t {
-  floor,  ///< OCP MX v1.0: floor(log2(amax)) − emax_elem; the largest elements may saturate
-  ceil,   ///< the smallest power of two that maps amax to at most the element format's max
+  floor,         ///< OCP MX v1.0: floor(log2(amax)) − emax_elem; the largest elements may saturate
+  rceil,         ///< the smallest power of two that maps amax to at most the element max (torchao RCEIL)
+  torchao_ceil,  ///< ceil(log2(amax)) − emax_elem (torchao CEIL)
+  torchao_even,  ///< floor(log2(amax rounded to the element's mantissa width, ties up)) − emax_elem (torchao EVEN)
 };
+
+/// The scale rules by torchao's ScaleCalculationMode values.
+inline constexpr std::pair<std::string_view, scale_rule> named_scale_rules[] = {
+    {"floor", scale_rule::floor},
+    {"rceil", scale_rule::rceil},
+    {"ceil", scale_rule::torchao_ceil},
+    {"even", scale_rule::torchao_even},
+};
+/// The scale rule of that name, or nothing when `name` is not one.
+constexpr std::optional<scale_rule> find_scale_rule(std::string_view name) {
+  for (const auto& [n, r] : named_scale_rules)
+    if (n == name) return r;
+  return std::nullopt;
+}
+/// Its name in named_scale_rules.
+inline std::string to_string(scale_rule rule) {
+  for (const auto& [n, r] : named_scale_rules)
+    if (r == rule) return std::string(n);
+  return "scale_rule(" + std::to_string(static_cast<int>(rule)) + ")";
+}
 
 /// A block-scaled format: the element format, the block size and how scales are stored.
 struct block_format {
@@ -154,6 +177,33 @@ struct block_stats {
 inline constexpr std::uint8_t e8m0_nan_code = 0xFF;
 inline constexpr int e8m0_min_exponent = -127, e8m0_max_exponent = 127;
 
+namespace detail {
+/// Every rule's exponent is floor(log2(amax)) − emax_elem, plus one when amax's 23-bit float
+/// mantissa (amax = 2^k · (1 + mantissa · 2^−23)) lies above this bound:
+///   floor: never; rceil: above the element max's mantissa (amax / 2^(k − emax) would exceed
+///   the max); torchao_ceil: above 0 (amax is not a power of two); torchao_even: where adding
+///   half a unit of the element's last mantissa bit carries into the exponent (torchao adds
+///   1 << (22 − mantissa_bits) to amax's bits and keeps the exponent).
+constexpr std::uint32_t mx_mantissa_bound(const format& element, scale_rule rule) {
+  constexpr std::uint32_t float_mantissa = 0x7fffffu;
+  const int shift = 23 - element.mantissa_bits;
+  switch (rule) {
+    case scale_rule::floor: break;
+    case scale_rule::rceil: return static_cast<std::uint32_t>(element.max_mantissa_field()) << shift;
+    case scale_rule::torchao_ceil: return 0;
+    case scale_rule::torchao_even: return float_mantissa - (std::uint32_t{1} << (shift - 1));
+  }
+  return float_mantissa;
+}
+/// The one derivation of the MX scale exponent, for one block (U = std::uint32_t) or a register
+/// of blocks: `field` is amax's biased float exponent (k + 127; below 1 for a normalised
+/// subnormal, wrapping as unsigned), `mantissa` its 23 mantissa bits. Wraps like `field`.
+template <class U>
+constexpr U mx_exponent(U field, U mantissa, std::uint32_t emax_plus_bias, std::uint32_t mantissa_bound) {
+  return field - emax_plus_bias + select(mantissa > mantissa_bound, U{} + 1u, U{});
+}
+}  // namespace detail
+
 /// The MX scale exponent s of a block whose largest magnitude is `amax` (finite, >= 0), and
 /// whether it was clamped to −127..127.
 struct mx_scale {
@@ -163,10 +213,14 @@ struct mx_scale {
 inline mx_scale mx_scale_for(float amax, const format& element, scale_rule rule) {
   if (!(amax > 0)) return {};
   const auto bits = std::bit_cast<std::uint32_t>(amax);
-  const int field = static_cast<int>(bits >> 23);
-  const int floor_log2 = field != 0 ? field - 127 : std::bit_width(bits) - 1 - 149;
-  int s = floor_log2 - element.emax();
-  if (rule == scale_rule::ceil && std::ldexp(static_cast<double>(amax), -s) > element.max_finite()) s += 1;
+  std::uint32_t field = bits >> 23, mantissa = bits & 0x7fffffu;
+  if (field == 0) {  // a subnormal: normalise, so that field − 127 = floor(log2(amax)) (wrapping)
+    const int width = std::bit_width(bits);
+    field = static_cast<std::uint32_t>(width - 23);
+    mantissa = (bits << (24 - width)) & 0x7fffffu;
+  }
+  const int s = static_cast<int>(detail::mx_exponent(field, mantissa, static_cast<std::uint32_t>(element.emax() + 127),
+                                                     detail::mx_mantissa_bound(element, rule)));
   if (s < e8m0_min_exponent) return {e8m0_min_exponent, true};
   if (s > e8m0_max_exponent) return {e8m0_max_exponent, true};
   return {s, false};
@@ -340,7 +394,8 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   const std::size_t blocks_per_line = along_rows ? (cols + B - 1) / B : (rows + B - 1) / B;
   const std::size_t lines = along_rows ? rows : cols;
   const bool integer = f.integer_elements;
-  const int emax_plus_bias = f.element.emax() + 127;
+  const auto emax_plus_bias = static_cast<std::uint32_t>(f.element.emax() + 127);
+  const std::uint32_t mantissa_bound = mx_mantissa_bound(f.element, scales.rule);
   // Finite registers off the single-binade shortcut take the float-arithmetic form where it
   // applies (bulk.hpp): MXFP4's scaled values lie mostly in e2m1's subnormal range, where the
   // core's finite path costs about twice as much.
@@ -430,11 +485,10 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     if (i < m) amax = lane_max(amax, load_lanes<V>(values + i, m - i) & 0x7fffffffu);
     const std::uint32_t amax_bits = max_lane(amax);
     block_scale s;
-    if (const int field = static_cast<int>(amax_bits >> 23);
-        !Divide && field > 0 && field < 255 && scales.rule == scale_rule::floor && field - emax_plus_bias >= -126 &&
-        field - emax_plus_bias <= 126) {
-      // the common MX case inline: a normal amax, no clamping, the floor rule; 2^±s from bits
-      const int e = field - emax_plus_bias;
+    const std::uint32_t field = amax_bits >> 23;
+    if (const int e = static_cast<int>(mx_exponent(field, amax_bits & 0x7fffffu, emax_plus_bias, mantissa_bound));
+        !Divide && field > 0 && field < 255 && e >= -126 && e <= 126) {
+      // the common MX case inline: a normal amax, no clamping; 2^±s from bits
       s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
       s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
       s.code = static_cast<std::uint8_t>(e + 127);
@@ -500,9 +554,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
         }
         const V amax = transposed16(largest, [](V a, V b) { return lane_max(a, b); });
         const V field = amax >> 23;
-        V e = field - static_cast<std::uint32_t>(emax_plus_bias);  // the scale exponent, wrapping
-        // ceil: one more where amax / 2^e (bits amax - e << 23, a normal float) exceeds the max
-        if (scales.rule == scale_rule::ceil) e = e + select(amax - (e << 23) > p.max_bits, V{} + 1u, V{});
+        const V e = mx_exponent(field, amax & 0x7fffffu, emax_plus_bias, mantissa_bound);  // wrapping
         // fast when every field is 1..254 and every exponent in -126..126 (so 2^±e are normal)
         if (any_lane(select(field - 1u > 253u, ~V{}, V{}) | select(e + 126u > 252u, ~V{}, V{}))) {
           for (std::size_t b = 0; b < 16; ++b) one_block(line, k + b);
