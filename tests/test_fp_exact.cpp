@@ -32,7 +32,7 @@ struct mpfr_range_guard {
 };
 
 /// The MPFR rounding of `exact` to format F in a magnitude-aware mode, with F's rules for
-/// overflow (implicit options: Inf for ieee, NaN for nan_only, max for all_finite, except the
+/// subnormals off (flushed after rounding) and for overflow (implicit options: Inf for ieee, NaN for nan_only, max for all_finite, except the
 /// modes that stay finite). `exact` holds the exact input.
 double mpfr_round_to(const format& F, mpfr_srcptr exact, rounding mode) {
   mpfr_range_guard guard;
@@ -71,6 +71,8 @@ double mpfr_round_to(const format& F, mpfr_srcptr exact, rounding mode) {
                                                          : MPFR_RNDD);
   }
   mpfr_clear(r);
+  // Without subnormals (flush_mode::after_rounding): rounded as if they existed, then flushed.
+  if (!F.subnormals && std::fabs(result) < F.min_normal()) result = std::copysign(0.0, result);
   if (std::fabs(result) > F.max_finite()) {
     const bool away = mode == rounding::nearest_even || (mode == rounding::toward_positive && !negative) ||
                       (mode == rounding::toward_negative && negative);
@@ -195,6 +197,28 @@ TEST_CASE("integers above 2^53 convert with a sticky bit: one rounding of the ex
   CHECK(static_cast<double>(binary16_t(std::uint8_t{200})) == 200.0);
 }
 
+TEST_CASE("integers beyond 53 bits round once to formats that keep 52 or 53 bits") {
+  // The reported case: binary64 from an int64 of 55 bits. Rounded to odd at 53 bits first, it
+  // became ...953p+54 (the odd neighbour), which binary64 keeps as it is.
+  CHECK(static_cast<double>(fp<11, 52>(std::int64_t{-28412873611781455})) == -0x1.93c56e9ab6954p+54);
+  CHECK(static_cast<double>(fp<11, 52>(std::int64_t{-28412873611781455}, {rounding::toward_zero})) == -0x1.93c56e9ab6953p+54);
+  // 2^60 + 3 * 2^6 lies three quarters of the way from 2^60 to the next binary64 value 2^60 + 2^8.
+  const std::uint64_t three_quarters = (std::uint64_t{1} << 60) + 192;
+  CHECK(static_cast<double>(fp<11, 52>(three_quarters, {rounding::toward_zero})) == 0x1p60);
+  CHECK(static_cast<double>(fp<11, 52>(three_quarters, {rounding::toward_negative})) == 0x1p60);
+  CHECK(static_cast<double>(fp<11, 52>(three_quarters, {rounding::to_odd})) == 0x1p60 + 0x1p8);
+  // Just above the tie 2^60 + 2^8 of a 52-bit significand: the sticky bit lands on the tie's own bit.
+  CHECK(static_cast<double>(fp<11, 51>((std::uint64_t{1} << 60) + 257)) == 0x1p60 + 0x1p9);
+  CHECK(static_cast<double>(fp<11, 51>((std::uint64_t{1} << 60) + 256)) == 0x1p60);
+  // Stochastic rounding goes up with probability 3/4 (the sticky bit alone made it always go up).
+  const int n = 4000;
+  int ups = 0;
+  for (int i = 0; i < n; ++i)
+    ups += static_cast<double>(fp<11, 52>(three_quarters, {rounding::stochastic, overflow::infinity, 0, 9,
+                                                           static_cast<std::uint64_t>(i)})) > 0x1p60;
+  CHECK(std::fabs(ups / double(n) - 0.75) < 5 * std::sqrt(0.75 * 0.25 / n));
+}
+
 TEST_CASE("fp<> conversions from double match MPFR in every deterministic mode", "[mpfr]") {
   conversions_from_double_match_mpfr<binary16_t>(1);
   conversions_from_double_match_mpfr<bfloat16_t>(2);
@@ -215,6 +239,13 @@ TEST_CASE("fp<> conversions from int64 match MPFR in every deterministic mode", 
   conversions_from_int64_match_mpfr<fp<11, 40>>(15);
   conversions_from_int64_match_mpfr<fp<11, 50>>(16);
   conversions_from_int64_match_mpfr<paper_fp<8, 30, 0>>(17);
+  // 51 and 52 mantissa bits: a double cannot hold the integer rounded to odd two bits below them.
+  conversions_from_int64_match_mpfr<fp<11, 52>>(18);
+  conversions_from_int64_match_mpfr<fp<11, 51>>(19);
+  // The smallest normal 2^61: integers from 2^52 up are subnormal there, 52 bits below 2^61.
+  conversions_from_int64_match_mpfr<fp<2, 52, -60>>(20);
+  conversions_from_int64_match_mpfr<fp<2, 52, -60, false>>(21);
+  conversions_from_int64_match_mpfr<fp<3, 51, -40, true, specials::nan_only>>(22);
 }
 
 TEST_CASE("numeric_limits::epsilon is the distance from 1 to the next value of the format") {

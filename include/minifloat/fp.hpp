@@ -2,9 +2,9 @@
 //
 // A value is stored as its code in the smallest unsigned integer that holds 1 + E + M bits.
 // Conversions go through the one rounding core (round.hpp) with a plan computed at compile time,
-// from the source's own type: a double is rounded from double, never through float, and a 64-bit
-// integer is first made a double by rounding to odd (a sticky bit), which keeps the one rounding
-// exact for every format with M <= 50 (Boldo & Melquiond 2008).
+// from the source's own type: a double is rounded from double, never through float, and an
+// integer beyond 2^53 is split so that the core rounds its low part onto the format's step there
+// (integer_for_rounding): one correct rounding for every format and mode.
 // Arithmetic and comparisons are computed in `compute_type` and rounded once to the format
 // (nearest-even). compute_type is float when float holds every product, quotient, sum and
 // square root of two values exactly enough that rounding twice equals rounding once (p_compute
@@ -55,27 +55,60 @@ MINIFLOAT_HD constexpr bool float_computes_exactly(const format& f) {
                           " is NaN, infinite or outside the integer type's range");
 }
 
-/// An integer of up to 64 bits as a double, rounded to odd: exact below 2^53; above, the bits
-/// beyond 53 collapse into a sticky last bit, so a later rounding to at most 51 bits is the one
-/// correct rounding of the integer.
+/// An unsigned integer of up to 64 bits as a double, rounded to odd: exact below 2^53; above,
+/// the bits beyond 53 collapse into a sticky last bit.
+MINIFLOAT_HD constexpr double magnitude_to_double_odd(std::uint64_t magnitude) {
+  if (magnitude < (std::uint64_t{1} << 53)) return static_cast<double>(magnitude);
+  const int drop = 11 - std::countl_zero(magnitude);  // 1..11 bits beyond 53
+  std::uint64_t kept = magnitude >> drop;
+  if ((magnitude & ((std::uint64_t{1} << drop) - 1)) != 0) kept |= 1;
+  return static_cast<double>(kept) * format::exp2i(drop);  // exact: kept < 2^53
+}
+
+/// An integer of up to 64 bits as the double that the rounding core, with f's plan for the
+/// options o, rounds to the integer's one correct rounding (docs/formats.md §7).
+/// Below 2^53 that is the integer itself. Above, rounding the integer to odd at 53 bits would
+/// keep the answer only where f's step at the integer is at least 4 of those 53-bit units (the
+/// sticky bit must lie below the rounding bit: Boldo & Melquiond 2008), which fails for 52 and 53
+/// significant bits, and stochastic rounding would read the sticky bit as part of its fraction.
+/// So the magnitude a is split at two bits above f's step q there: a = high + low, high a multiple
+/// of 4q, low < 4q. The core rounds low onto the multiples of q, in the options' mode with the
+/// options' random draw, through a helper format whose values below 4q are exactly those
+/// multiples (its subnormal spacing is q, its first normal binade has the same spacing); high + that
+/// rounding is exact in double and one of f's values, or beyond its range, so the core's second
+/// pass with f's plan applies only f's range rules (overflow, flushing, encoding).
 template <std::integral I>
-MINIFLOAT_HD constexpr double integer_to_double_odd(I x) {
+MINIFLOAT_HD constexpr double integer_for_rounding(const format& f, I x, const rounding_options& o) {
   static_assert(sizeof(I) <= 8, "minifloat::basic_fp converts integers of up to 64 bits");
   if constexpr (sizeof(I) <= 4) {
     return static_cast<double>(x);  // exact
   } else {
     const bool negative = x < 0;
-    const std::uint64_t magnitude = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
-    double d;
-    if (magnitude < (std::uint64_t{1} << 53)) {
-      d = static_cast<double>(magnitude);
-    } else {
-      const int drop = 11 - std::countl_zero(magnitude);  // 1..11 bits beyond 53
-      std::uint64_t kept = magnitude >> drop;
-      if ((magnitude & ((std::uint64_t{1} << drop) - 1)) != 0) kept |= 1;
-      d = static_cast<double>(kept) * format::exp2i(drop);  // exact: kept < 2^53
+    const std::uint64_t a = negative ? std::uint64_t{0} - static_cast<std::uint64_t>(x) : static_cast<std::uint64_t>(x);
+    if (a < (std::uint64_t{1} << 53)) return negative ? -static_cast<double>(a) : static_cast<double>(a);
+    // The exponent of f's step at a, as the core derives it from its plan (round_bits' `drop`).
+    using src = source_layout<double>;
+    const auto plan = plan_unchecked<double>(f, o);
+    const int binade = 63 - std::countl_zero(a);  // 53..63
+    const int field = binade + src::bias;
+    const int emin_field = static_cast<int>(plan.emin_field);
+    int drop = (field > emin_field ? field : emin_field) - field + static_cast<int>(plan.d_normal);
+    if (field < emin_field) drop += static_cast<int>(plan.subnormal_drop);
+    const int step = binade - src::mantissa_bits + drop;  // >= 1
+    if (step + 2 >= 64) {
+      // f keeps at most 2 bits of a: rounding to odd at 53 bits keeps the answer.
+      const double odd = magnitude_to_double_odd(a);
+      return negative ? -odd : odd;
     }
-    return negative ? -d : d;
+    const std::uint64_t low = a & ((std::uint64_t{1} << (step + 2)) - 1);
+    const double high = static_cast<double>(a - low);  // exact: at most 51 significant bits
+    const format multiples_of_step{2, 1, -step, true, specials::all_finite};  // spacing 2^step up to 2^(step+2)
+    const double low_double = magnitude_to_double_odd(low);  // exact, or odd far below the step
+    const auto low_bits = std::bit_cast<std::uint64_t>(negative ? -low_double : low_double);
+    const double low_rounded = std::bit_cast<double>(
+        round_one(plan_unchecked<double>(multiples_of_step, o), low_bits, counter_rng{o.seed}, o.index));
+    const double magnitude = high + (negative ? -low_rounded : low_rounded);  // exact
+    return negative ? -magnitude : magnitude;
   }
 }
 }  // namespace detail
@@ -107,11 +140,11 @@ class basic_fp {
   /// (OCP E4M3), ±max for all_finite; NaN into all_finite throws std::domain_error.
   MINIFLOAT_HD constexpr basic_fp(float x) : code_(convert(x, implicit_options())) {}
   MINIFLOAT_HD constexpr basic_fp(double x) : code_(convert(x, implicit_options())) {}
-  /// Integers round once (exactly for M <= 50, see integer_to_double_odd).
+  /// Integers of every width round once, in every mode (see integer_for_rounding).
   template <std::integral I>
-  MINIFLOAT_HD constexpr basic_fp(I x) : code_(convert(detail::integer_to_double_odd(x), implicit_options())) {}
+  MINIFLOAT_HD constexpr basic_fp(I x) : basic_fp(x, implicit_options()) {}
   template <std::integral I>
-  MINIFLOAT_HD constexpr basic_fp(I x, const rounding_options& o) : code_(convert(detail::integer_to_double_odd(x), o)) {}
+  MINIFLOAT_HD constexpr basic_fp(I x, const rounding_options& o) : code_(convert(detail::integer_for_rounding(F, x, o), o)) {}
   /// Another format's value, rounded once (every format's values are doubles).
   template <format G>
     requires(G != F)
