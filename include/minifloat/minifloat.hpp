@@ -12,3 +12,4 @@
 #include "random.hpp"
 #include "round.hpp"
 #include "stats.hpp"
+#include "version.hpp"

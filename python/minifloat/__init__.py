@@ -4,6 +4,7 @@ A thin binding of the header-only C++ library (include/minifloat/): every roundi
 packing, codec and optimizer rule is the C++ one. docs/python.md documents every function.
 """
 
+from ._core import version as __version__
 from ._formats import NAMED, Format, format, parse_format
 from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, encode, gecko_compress,
                    gecko_compress_exponents, gecko_decompress, gecko_decompress_exponents, gecko_size, pack,

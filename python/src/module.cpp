@@ -15,6 +15,7 @@
 #include <minifloat/bulk.hpp>
 #include <minifloat/compat/qtorch.hpp>
 #include <minifloat/format_name.hpp>
+#include <minifloat/version.hpp>
 
 #include "binding.hpp"
 
@@ -98,6 +99,7 @@ void decode_dispatch(std::uintptr_t in, int code_bytes, std::uintptr_t out, std:
 }  // namespace
 
 void bind_core(py::module_& m) {
+  m.attr("version") = std::string(version);
   m.attr("rounding_names") = rounding_names;
   m.attr("overflow_names") = overflow_names;
   m.attr("specials_names") = specials_names;
