@@ -38,11 +38,12 @@ inline std::size_t thread_count(threads t) {
 
 /// Calls f(chunk, start, length) for chunk = 0..k-1 covering [0, n), f(0, ...) on this thread,
 /// and returns k. Rethrows the first exception a chunk threw, after every thread has finished.
+/// Every start is a multiple of `grain` (parallel_grain unless the caller needs coarser cuts).
 template <class F>
-std::size_t for_each_chunk(std::size_t n, threads t, F&& f) {
+std::size_t for_each_chunk(std::size_t n, threads t, F&& f, std::size_t grain = parallel_grain) {
   std::size_t k = std::max<std::size_t>(1, std::min(thread_count(t), n / parallel_min_chunk));
-  const std::size_t grains = (n + parallel_grain - 1) / parallel_grain;
-  const std::size_t per = (grains + k - 1) / k * parallel_grain;
+  const std::size_t grains = (n + grain - 1) / grain;
+  const std::size_t per = (grains + k - 1) / k * grain;
   k = n == 0 ? 1 : (n + per - 1) / per;
   std::vector<std::exception_ptr> errors(k);
   auto run = [&](std::size_t c) {

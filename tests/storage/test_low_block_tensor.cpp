@@ -11,6 +11,7 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include <minifloat/block.hpp>
@@ -204,4 +205,63 @@ TEST_CASE("MX weights refuse NVFP4, bad shapes and non-finite values, and change
   CHECK(u == u_before);
   CHECK(s.steps == 0);
   CHECK(s.momentum_buffer.empty());
+}
+
+TEST_CASE("steps on threads whose ranges would start inside a block equal one-thread steps bit for bit",
+          "[threads]") {
+  // 700 rows of 100: blocks of 32 do not tile a row, so a cut at a multiple of 1024 weights
+  // would lie inside a block; 70,000 weights are enough for two threads' ranges. 300 rows of 256:
+  // blocks tile every range, which threads then step side by side.
+  for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{700, 100}, {300, 256}})
+  for (const mf::block_format& f : {mf::mxfp4, mf::mxfp6_e2m3})
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::stochastic}) {
+      INFO(rows << " x " << cols << " " << mf::to_string(f) << " mode " << static_cast<int>(mode));
+      const auto x = normal_floats(rows * cols, 21, 0.05f);
+      const auto g = normal_floats(rows * cols, 22, 1.0f);
+      ms::low_block_tensor one(x, f, rows, mode, 3), two = one, three = one;
+      ms::sgd_state s1, s2, s3;
+      const ms::sgd_options o{0.01, 0.9, 0, 1e-3};
+      for (int step = 0; step < 2; ++step) {
+        ms::sgd_step(one, g, s1, o, mf::threads{1});
+        ms::sgd_step(two, g, s2, o, mf::threads{2});
+        ms::sgd_step(three, g, s3, o, mf::threads{3});
+      }
+      CHECK(two == one);
+      CHECK(three == one);
+      CHECK(s2.momentum_buffer == s1.momentum_buffer);
+      CHECK(s3.steps == s1.steps);
+      ms::adam_state a1, a2;
+      const ms::adam_options ao{1e-3, 0.9, 0.999, 1e-8, 1e-2, true};
+      ms::adam_step(one, g, a1, ao, mf::threads{1});
+      ms::adam_step(two, g, a2, ao, mf::threads{2});
+      CHECK(two == one);
+      CHECK(a2.exp_avg == a1.exp_avg);
+      CHECK(a2.exp_avg_sq == a1.exp_avg_sq);
+    }
+}
+
+TEST_CASE("a step on weights whose last store left a block unfinished throws and changes nothing") {
+  const std::size_t rows = 2, cols = 75;
+  const auto x = normal_floats(rows * cols, 6, 0.3f);
+  const auto g = normal_floats(rows * cols, 7, 1.0f);
+  ms::low_block_tensor t(x, mf::mxfp8_e4m3, rows);
+  t.next_generation();
+  t.store(0, std::span<const float>(x).subspan(0, 80));  // row 1's first block unfinished
+  const std::uint64_t generation = t.generation();
+  const auto before = decoded(t);
+  ms::sgd_state s;
+  CHECK_THROWS_WITH(ms::sgd_step(t, g, s, {0.01, 0.9, 0, 0}), Catch::Contains("not stored completely"));
+  CHECK(s.steps == 0);
+  CHECK(s.momentum_buffer.empty());
+  ms::adam_state a;
+  CHECK_THROWS_WITH(ms::adam_step(t, g, a, {}), Catch::Contains("not stored completely"));
+  CHECK(a.steps == 0);
+  CHECK(a.exp_avg.empty());
+  CHECK(a.exp_avg_sq.empty());
+  CHECK(t.generation() == generation);
+  CHECK(same_bits(decoded(t), before));
+  // completing the store makes it steppable again
+  t.store(80, std::span<const float>(x).subspan(80));
+  ms::sgd_step(t, g, s, {0.01, 0.9, 0, 0});
+  CHECK(s.steps == 1);
 }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../block.hpp"
+#include "../parallel.hpp"
 #include "../random.hpp"
 #include "bitpack.hpp"
 #include "packed_block.hpp"
@@ -131,10 +132,24 @@ class low_block_tensor {
   /// Starts a rewrite (fresh stochastic draws). Throws std::logic_error when the previous one left
   /// a block unfinished.
   void next_generation() {
-    if (!pending_.empty())
-      throw std::logic_error("minifloat::storage::low_block_tensor::next_generation: the block at " +
-                             std::to_string(pending_begin_) + " was not stored completely");
+    check_steppable();
     ++generation_;
+  }
+  /// Throws std::logic_error when a store left a block unfinished (a rewrite cannot start, so an
+  /// optimizer step checks this before it changes anything).
+  void check_steppable() const {
+    if (!pending_.empty())
+      throw std::logic_error("minifloat::storage::low_block_tensor: the block at " + std::to_string(pending_begin_) +
+                             " was not stored completely");
+  }
+  /// Where an optimizer step's threads may cut the weights (optimizers.hpp): at multiples of
+  /// parallel_grain when blocks tile every such range and each of its chunks (block_size divides
+  /// both cols and parallel_grain), so that no store ends inside a block; otherwise nowhere (one
+  /// thread), as a thread's range would share its unfinished block, and the buffer that holds
+  /// it, with the next thread's.
+  std::size_t thread_grain() const {
+    const bool blocks_tile_grains = cols_ % block_size() == 0 && parallel_grain % block_size() == 0;
+    return blocks_tile_grains ? parallel_grain : std::max<std::size_t>(size(), 1);
   }
   /// store() refuses NaN and ±Inf (the spec would make the whole block NaN).
   bool stores_every_float() const { return false; }

@@ -30,7 +30,8 @@
 //
 // Threads: the chunked-weights overloads also take a `minifloat::threads` count (parallel.hpp)
 // and run the check and the update on contiguous ranges of weights, each a multiple of
-// parallel_grain, one per thread. Every weight's update, split and stochastic draw depend only
+// parallel_grain (or of the weights' own thread_grain(): low_block_tensor's blocks are never cut),
+// one per thread. Every weight's update, split and stochastic draw depend only
 // on its own values and index, so the weights, state and errors are bit-identical to the
 // one-thread step for any thread count (tests/storage/test_optimizers.cpp).
 #pragma once
@@ -351,16 +352,34 @@ inline void update(std::span<float> p, const float* g, float* m, float* v, const
 }
 
 /// Calls f(chunk, offset) for the chunks of at most optimizer_chunk weights of [0, n), in order
-/// within each of the ranges for_each_chunk gives the threads (each range a multiple of
-/// parallel_grain, so every chunk starts at a multiple of 32 and ends at one or at n), with a
-/// buffer of its own per thread.
+/// within each of the ranges for_each_chunk gives the threads (each range a multiple of `grain`,
+/// itself a multiple of parallel_grain, so every chunk starts at a multiple of 32 and ends at one
+/// or at n), with a buffer of its own per thread.
 template <class F>
-void for_each_optimizer_chunk(std::size_t n, minifloat::threads parallel, F f) {
-  minifloat::detail::for_each_chunk(n, parallel, [&](std::size_t, std::size_t begin, std::size_t length) {
-    float w[optimizer_chunk];
-    for (std::size_t start = begin; start < begin + length; start += optimizer_chunk)
-      f(std::span<float>(w, std::min(optimizer_chunk, begin + length - start)), start);
-  });
+void for_each_optimizer_chunk(std::size_t n, minifloat::threads parallel, F f,
+                              std::size_t grain = minifloat::parallel_grain) {
+  minifloat::detail::for_each_chunk(
+      n, parallel,
+      [&](std::size_t, std::size_t begin, std::size_t length) {
+        float w[optimizer_chunk];
+        for (std::size_t start = begin; start < begin + length; start += optimizer_chunk)
+          f(std::span<float>(w, std::min(optimizer_chunk, begin + length - start)), start);
+      },
+      grain);
+}
+
+/// Where threads may cut t's weights: at multiples of t.thread_grain() where W has one (weights
+/// whose blocks share a scale: low_block_tensor), else of parallel_grain.
+template <chunked_weights W>
+std::size_t thread_grain(const W& t) {
+  if constexpr (requires { { t.thread_grain() } -> std::convertible_to<std::size_t>; }) return t.thread_grain();
+  else return minifloat::parallel_grain;
+}
+/// Throws when t cannot start a step now (W's check_steppable, where it has one: low_block_tensor
+/// with a block left unfinished), before the step changes anything.
+template <chunked_weights W>
+void check_steppable(const W& t) {
+  if constexpr (requires { t.check_steppable(); }) t.check_steppable();
 }
 
 /// Restores each chunk of t, applies `step(chunk, offset)`, stores it again as a new generation.
@@ -371,7 +390,7 @@ void update_split(W& t, Step step, minifloat::threads parallel) {
     t.load(start, chunk);
     step(chunk, start);
     t.store(start, chunk);
-  });
+  }, thread_grain(t));
 }
 
 /// Copies `n` values of a state vector from `at` into scratch, or zeros when the state is not
@@ -430,7 +449,7 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
                               (std::isnan(chunk[i]) ? "NaN" : chunk[i] > 0 ? "+Inf" : "-Inf") + ", which " +
                               to_string(format(t.stored_format())) +
                               " cannot store (a non-finite gradient or an overflowing update); nothing was changed");
-  });
+  }, thread_grain(t));
 }
 
 /// Weights per tile of a one-pass step over byte-wide split fields: restored into 512 bytes of
@@ -531,6 +550,7 @@ struct step_plan {
   minifloat::threads parallel{1};
 
   void check(const char* who) const {
+    check_steppable(params);
     if (params.stores_every_float() || provably_storable(*this)) return;
     check_storable(params, [&](std::span<float> w, std::size_t at) { scratch_update(*this, w, at); }, who, parallel);
   }
