@@ -260,6 +260,11 @@ TEST_CASE("numeric_limits::epsilon is the distance from 1 to the next value of t
   CHECK(static_cast<double>(std::numeric_limits<fp<8, 15, 327, true, specials::all_finite>>::epsilon()) == 0x1p-87);
   // Without subnormals and 1 below the smallest normal 4: 4 - 1 rounded onto the values {0, 4, 5, ...}.
   CHECK(static_cast<double>(std::numeric_limits<fp<5, 2, -1, false>>::epsilon()) == 4.0);
+  // Without subnormals and 2^-M below the smallest normal, 1 + 2^-M is a value but 2^-M is not:
+  // the least value not below it, the smallest normal (it was 0).
+  CHECK(static_cast<double>(std::numeric_limits<fp<5, 10, 10, false, specials::nan_only>>::epsilon()) == 0x1p-9);
+  CHECK(static_cast<double>(std::numeric_limits<fp<2, 5, 1, false>>::epsilon()) == 1.0);
+  CHECK(static_cast<double>(fp<2, 5, 1, false>(1.0) + std::numeric_limits<fp<2, 5, 1, false>>::epsilon()) > 1.0);
 }
 
 TEST_CASE("the cmath overloads: sqrt and fma correctly rounded, the rest rounded once from double") {

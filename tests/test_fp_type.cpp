@@ -5,11 +5,13 @@
 
 #include <minifloat/minifloat.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <sstream>
 #include <unordered_set>
+#include <vector>
 
 using namespace minifloat;
 
@@ -211,6 +213,107 @@ TEST_CASE("numeric_limits of the template type carry the format's constants") {
   CHECK_FALSE(std::numeric_limits<fp_4_3_4_t>::has_quiet_NaN);
   CHECK(static_cast<double>(std::numeric_limits<fp_6_9_0_t>::max()) == (2.0 - 0x1p-9) * 0x1p32);
   CHECK(static_cast<float>(std::numeric_limits<fp<5, 10, 15, false>>::denorm_min()) == 0x1p-14f);
+}
+
+namespace {
+
+/// numeric_limits<T> against a scan of every code of T (at most 16 bits): max, lowest, min (the
+/// smallest positive normal), denorm_min (the smallest positive value), epsilon (the distance from
+/// 1 to the least value above 1, or with no value above 1 the top binade's spacing, each the least
+/// value of T not below that distance) and round_error (the least value not below 0.5, or max).
+template <class T>
+void check_limits_against_every_code() {
+  constexpr format F = T::fmt;
+  using L = std::numeric_limits<T>;
+  double max = -INFINITY, lowest = INFINITY, min_normal = INFINITY, min_positive = INFINITY, above_one = INFINITY;
+  std::vector<double> positive;
+  for (std::uint64_t code = 0; code < (std::uint64_t{1} << F.bit_width()); ++code) {
+    const double v = static_cast<double>(T::from_bits(static_cast<typename T::storage_type>(code)));
+    if (!std::isfinite(v)) continue;
+    // Without subnormals the codes of exponent field 0 other than zero are never produced.
+    if (!F.subnormals && v != 0 && std::fabs(v) < std::ldexp(1.0, F.emin())) continue;
+    max = std::max(max, v);
+    lowest = std::min(lowest, v);
+    if (v > 0) {
+      positive.push_back(v);
+      min_positive = std::min(min_positive, v);
+      if (v >= std::ldexp(1.0, F.emin())) min_normal = std::min(min_normal, v);
+      if (v > 1) above_one = std::min(above_one, v);
+    }
+  }
+  const auto least_not_below = [&](double d) {
+    double best = INFINITY;
+    for (const double v : positive)
+      if (v >= d) best = std::min(best, v);
+    return best == INFINITY ? max : best;
+  };
+  double top_spacing = INFINITY;  // the smallest gap between positive values in the top binade
+  for (const double v : positive)
+    if (v < max && v >= std::ldexp(1.0, F.emax())) top_spacing = std::min(top_spacing, max - v);
+  if (top_spacing == INFINITY) top_spacing = max - std::ldexp(1.0, F.emax());  // M = 0
+  const double epsilon = above_one != INFINITY ? least_not_below(above_one - 1.0) : least_not_below(top_spacing);
+  INFO(to_string(F));
+  CHECK(static_cast<double>(L::max()) == max);
+  CHECK(static_cast<double>(L::lowest()) == lowest);
+  CHECK(static_cast<double>(L::min()) == min_normal);
+  CHECK(static_cast<double>(L::denorm_min()) == min_positive);
+  CHECK(static_cast<double>(L::epsilon()) == epsilon);
+  CHECK(static_cast<double>(L::epsilon()) > 0);
+  CHECK(static_cast<double>(L::round_error()) == least_not_below(0.5));
+  // The C++ definitions of the decimal exponents, by exact scans over powers of ten.
+  int max10 = 0;
+  while (std::pow(10.0, max10 + 1) <= max) ++max10;
+  while (std::pow(10.0, max10) > max) --max10;
+  int min10 = 0;
+  while (std::pow(10.0, min10 - 1) >= min_normal) --min10;
+  while (std::pow(10.0, min10) < min_normal) ++min10;
+  CHECK(L::max_exponent10 == max10);
+  CHECK(L::min_exponent10 == min10);
+}
+
+}  // namespace
+
+TEST_CASE("numeric_limits members equal a scan of every code, formats without subnormals included") {
+  check_limits_against_every_code<binary16_t>();
+  check_limits_against_every_code<bfloat16_t>();
+  check_limits_against_every_code<e4m3_t>();
+  check_limits_against_every_code<e5m2_t>();
+  check_limits_against_every_code<e4m3fnuz_t>();
+  check_limits_against_every_code<e8m0_t>();
+  check_limits_against_every_code<e2m1_t>();
+  check_limits_against_every_code<fp_4_3_4_t>();
+  check_limits_against_every_code<fp<5, 10, 15, false>>();
+  // 2^-M lies below the smallest normal and there are no subnormals: 1 + 2^-M is a value, 2^-M not.
+  check_limits_against_every_code<fp<5, 10, 10, false, specials::nan_only>>();
+  check_limits_against_every_code<fp<2, 5, 1, false>>();
+  check_limits_against_every_code<fp<3, 4, -2, false, specials::all_finite>>();  // 1 below min normal 8
+  check_limits_against_every_code<fp<3, 0, -5, true, specials::all_finite>>();
+  check_limits_against_every_code<fp<5, 2, -1, false>>();
+  check_limits_against_every_code<fp<4, 6, 30>>();           // every value below 1
+  check_limits_against_every_code<fp<2, 5, 5, false>>();     // every value below 1, spacing below min normal
+  check_limits_against_every_code<fp<4, 3, 20, false>>();    // every value below 0.5
+}
+
+TEST_CASE("numeric_limits of binary32- and binary64-shaped types equal float's and double's") {
+  const auto same = [](auto l, auto s) {
+    using LT = decltype(l);
+    using ST = decltype(s);
+    CHECK(LT::digits == ST::digits);
+    CHECK(LT::digits10 == ST::digits10);
+    CHECK(LT::max_digits10 == ST::max_digits10);
+    CHECK(LT::min_exponent == ST::min_exponent);
+    CHECK(LT::max_exponent == ST::max_exponent);
+    CHECK(LT::min_exponent10 == ST::min_exponent10);
+    CHECK(LT::max_exponent10 == ST::max_exponent10);
+    CHECK(static_cast<double>(LT::max()) == static_cast<double>(ST::max()));
+    CHECK(static_cast<double>(LT::lowest()) == static_cast<double>(ST::lowest()));
+    CHECK(static_cast<double>(LT::min()) == static_cast<double>(ST::min()));
+    CHECK(static_cast<double>(LT::denorm_min()) == static_cast<double>(ST::denorm_min()));
+    CHECK(static_cast<double>(LT::epsilon()) == static_cast<double>(ST::epsilon()));
+    CHECK(static_cast<double>(LT::round_error()) == static_cast<double>(ST::round_error()));
+  };
+  same(std::numeric_limits<fp<8, 23>>{}, std::numeric_limits<float>{});
+  same(std::numeric_limits<fp<11, 52>>{}, std::numeric_limits<double>{});
 }
 
 TEST_CASE("comparisons follow IEEE: signed zeros are equal and NaN is unordered") {

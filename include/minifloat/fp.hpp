@@ -111,6 +111,22 @@ MINIFLOAT_HD constexpr double integer_for_rounding(const format& f, I x, const r
     return negative ? -magnitude : magnitude;
   }
 }
+/// floor(log10(v)) and ceil(log10(v)) for v > 0 finite, by powers of ten: exact below 10^23,
+/// beyond within their rounding (relative 2^-45), which matters only for a v that close to a
+/// power of ten (never a power of two: the nearest, 2^-1022..2^1023 against 10^n, differ by 0.1 %).
+MINIFLOAT_HD constexpr int floor_log10(double v) {
+  int n = 0;
+  double p = 1.0;
+  while (p <= 1e307 && p * 10.0 <= v) { p *= 10.0; ++n; }  // 10^308 is the last power below DBL_MAX
+  while (p > v) { p /= 10.0; --n; }
+  return n;
+}
+MINIFLOAT_HD constexpr int ceil_log10(double v) {
+  const int n = floor_log10(v);
+  double p = 1.0;
+  for (int i = 0; i < (n >= 0 ? n : -n); ++i) p = n >= 0 ? p * 10.0 : p / 10.0;
+  return p == v ? n : n + 1;
+}
 }  // namespace detail
 
 template <format F>
@@ -319,6 +335,14 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
     return static_cast<S>((exponent << F.mantissa_bits) | mantissa);
   }
   static constexpr std::uint64_t top_exponent = (std::uint64_t{1} << F.exponent_bits) - 1;
+  /// The least value of the type not below v > 0 (v itself when it is one), max above max: v
+  /// rounded toward +Inf onto the type's values (below the smallest normal without subnormals,
+  /// onto 0 and the smallest normal rather than flushed).
+  static constexpr T at_least(double v) {
+    minifloat::rounding_options o{minifloat::rounding::toward_positive, minifloat::overflow::saturate};
+    o.flush = minifloat::flush_mode::onto_values;
+    return T(v, o);
+  }
 
  public:
   static constexpr bool is_specialized = true;
@@ -339,20 +363,23 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
   static constexpr int max_digits10 = static_cast<int>(digits * 0.30102999566398120 + 2.0 - 1e-9);
   static constexpr int radix = 2;
   static constexpr int min_exponent = F.emin() + 1;
-  static constexpr int min_exponent10 = static_cast<int>(F.emin() * 0.30102999566398120);
+  static constexpr int min_exponent10 = minifloat::detail::ceil_log10(F.min_normal());
   static constexpr int max_exponent = F.emax() + 1;
-  static constexpr int max_exponent10 = static_cast<int>(F.emax() * 0.30102999566398120);
+  static constexpr int max_exponent10 = minifloat::detail::floor_log10(F.max_finite());
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
 
   static constexpr T min() noexcept { return T::from_bits(code(F.encoding == minifloat::specials::unsigned_exponent ? 0 : 1, 0)); }
   static constexpr T max() noexcept { return T::from_bits(code(static_cast<std::uint64_t>(F.max_exponent_field()), F.max_mantissa_field())); }
   static constexpr T lowest() noexcept { return F.has_sign() ? -max() : min(); }
-  /// The distance from 1 to the next larger value of the format, rounded to the format; where
-  /// every finite value is below 1, the spacing of the top binade (there is no value above 1).
+  /// The distance from 1 to the next larger value of the format; where every finite value is
+  /// below 1, the spacing of the top binade (there is no value above 1). Either is returned as
+  /// the least value of the type not below it: without subnormals the distance can lie below the
+  /// smallest normal (nan_only(5,10,bias=10,no_subnormals): 2^-10 < 2^-9), and then epsilon() is
+  /// the smallest normal, never 0, so that 1 + epsilon() > 1 still holds.
   static constexpr T epsilon() noexcept {
     const double max = F.max_finite();
-    if (max <= 1.0) return T(minifloat::format::exp2i(F.emax() - F.mantissa_bits));
+    if (max <= 1.0) return at_least(minifloat::format::exp2i(F.emax() - F.mantissa_bits));
     // The spacing at 1: of 1's binade when 1 is normal, else the subnormal spacing (or, without
     // subnormals below 1, the first value above 1 is the smallest normal).
     double next_above_one;
@@ -364,12 +391,11 @@ class std::numeric_limits<minifloat::basic_fp<F>> {
       next_above_one = F.min_normal();
     }
     if (next_above_one > max) next_above_one = max;  // 1 lies in the top binade's last step
-    // Onto the format's values: without subnormals a distance below min normal is not flushed.
-    minifloat::rounding_options o{minifloat::rounding::nearest_even, minifloat::overflow::saturate};
-    o.flush = minifloat::flush_mode::onto_values;
-    return T(next_above_one - 1.0, o);
+    return at_least(next_above_one - 1.0);
   }
-  static constexpr T round_error() noexcept { return T(0.5); }
+  /// Half a unit in the last place (round to nearest): 0.5, or the least value of the type not
+  /// below it where 0.5 is not a value (max where every finite value is below 0.5).
+  static constexpr T round_error() noexcept { return at_least(0.5); }
   static constexpr T infinity() noexcept { return has_infinity ? T::from_bits(code(top_exponent, 0)) : T(); }
   static constexpr T quiet_NaN() noexcept {
     return has_quiet_NaN ? T::from_bits(static_cast<S>(minifloat::detail::nan_code(F))) : T();
