@@ -443,7 +443,7 @@ TEST_CASE("bad block formats, layouts and spans are rejected with the field name
   std::vector<float> shorter(9);
   CHECK_THROWS(mf::quantize_blocks(x, shorter, mf::mxfp4));
   std::vector<std::uint8_t> e(10), s(2);
-  CHECK_THROWS_WITH(mf::encode_blocks(x, e, s, mf::mxfp4), Catch::Contains("scale codes"));
+  CHECK_THROWS_WITH(mf::encode_blocks(x, e, s, mf::mxfp4), Catch::Contains("scales has 2 codes for 1 blocks"));
   CHECK(mf::mxfp4.bits_per_value() == 4.25);
   CHECK(mf::nvfp4.bits_per_value() == 4.5);
   CHECK(mf::mxfp8_e4m3.bits_per_value() == 8.25);
@@ -591,4 +591,102 @@ TEST_CASE("scale rules by torchao's names, and back", "[block]") {
   CHECK_FALSE(mf::find_scale_rule("FLOOR").has_value());
   CHECK_FALSE(mf::find_scale_rule("").has_value());
   for (const auto& [name, rule] : mf::named_scale_rules) CHECK(mf::to_string(rule) == name);
+}
+
+TEST_CASE("directed modes and to_odd give an element below float's range its smallest value on their side",
+          "[block]") {
+  // amax 1e30 puts s near 99 - emax: V / 2^s of 1e-30 or 1e-40 lies below 2^-150, where the float
+  // product is 0. The exact quotient is a tiny nonzero value: toward_positive makes a positive one
+  // the element's smallest subnormal, toward_negative a negative one, to_odd both; nearest and
+  // toward_zero give 0. Every such element underflows in the nearest modes.
+  const std::vector<float> tiny{1e-30f, -1e-30f, 1e-40f, -1e-40f, 0x1p-149f};
+  for (const auto& c : mx_cases) {
+    std::vector<float> x(64, 0.0f);  // two blocks: one on its own path, one after it
+    for (const std::size_t b : {std::size_t{0}, std::size_t{32}}) {
+      x[b] = 1e30f;
+      std::copy(tiny.begin(), tiny.end(), x.begin() + static_cast<std::ptrdiff_t>(b + 1));
+    }
+    const double smallest = c.ref->values[1] * std::ldexp(1.0, ref_scale_exponent(*c.ref, 1e30, mf::scale_rule::floor));
+    for (const auto mode : {mf::rounding::toward_positive, mf::rounding::toward_negative, mf::rounding::to_odd,
+                            mf::rounding::nearest_even, mf::rounding::toward_zero}) {
+      INFO(c.name << " mode " << int(mode));
+      std::vector<float> y(x.size());
+      mf::block_stats st;
+      mf::quantize_blocks(x, y, c.f, {.mode = mode}, {}, st);
+      for (const std::size_t b : {std::size_t{0}, std::size_t{32}})
+        for (std::size_t j = 0; j < tiny.size(); ++j) {
+          const float v = tiny[j];
+          double want = 0;
+          if (mode == mf::rounding::to_odd) want = std::copysign(smallest, v);
+          if (mode == mf::rounding::toward_positive && v > 0) want = smallest;
+          if (mode == mf::rounding::toward_negative && v < 0) want = -smallest;
+          INFO("value " << v);
+          CHECK(y[b + 1 + j] == static_cast<float>(want));
+        }
+      if (mode == mf::rounding::nearest_even) CHECK(st.elements.underflows == 2 * tiny.size());
+      // the codes say the same
+      std::vector<std::uint8_t> codes(x.size()), scales(2);
+      mf::encode_blocks(x, codes, scales, c.f, {.mode = mode});
+      std::vector<float> back(x.size());
+      mf::decode_blocks(codes, scales, back, c.f);
+      CHECK(back == y);
+    }
+  }
+}
+
+TEST_CASE("layouts whose rows x cols wraps past 2^64, empty tensors with many rows, block_size 0", "[block]") {
+  std::vector<float> x(16, 1.5f), y(16);
+  std::vector<std::uint8_t> codes(16), scales(4);
+  const mf::block_layout wraps{(std::size_t{1} << 62) + 4, 4, 1};  // (2^62 + 4) * 4 = 16 mod 2^64
+  CHECK_THROWS_WITH(mf::quantize_blocks(x, y, mf::mxfp8_e4m3, {}, wraps), Catch::Contains("does not hold 16 values"));
+  CHECK_THROWS_WITH(mf::encode_blocks(x, codes, scales, mf::mxfp8_e4m3, {}, wraps), Catch::Contains("does not hold"));
+  CHECK_THROWS_WITH(mf::decode_blocks(codes, scales, y, mf::mxfp8_e4m3, wraps), Catch::Contains("does not hold"));
+  CHECK_THROWS_WITH(mf::block_count(16, mf::mxfp8_e4m3, wraps), Catch::Contains("minifloat::block_count"));
+  CHECK_THROWS_WITH(mf::block_count(16, mf::mxfp8_e4m3, {4, (std::size_t{1} << 62) + 4, 0}), Catch::Contains("does not hold"));
+  CHECK(y == std::vector<float>(16, 0.0f));  // nothing written
+  // no values, 2^62 empty rows: nothing to do, at once
+  const mf::block_layout empty_rows{std::size_t{1} << 62, 0, 1};
+  std::vector<float> none;
+  std::vector<std::uint8_t> no_codes;
+  mf::quantize_blocks(none, none, mf::mxfp4, {}, empty_rows);
+  CHECK(mf::block_count(0, mf::mxfp4, empty_rows) == 0);
+  CHECK(mf::encode_blocks(none, no_codes, no_codes, mf::mxfp4, {}, empty_rows) == 1.0f);
+  mf::decode_blocks(no_codes, no_codes, std::span<float>(none), mf::mxfp4, empty_rows);
+  CHECK_THROWS_WITH(mf::block_count(64, mf::block_format{mf::e2m1, 0}, {}), Catch::Contains("block_size = 0"));
+}
+
+TEST_CASE("quantize_blocks refuses spans that overlap without being the same, and names the spans of a bad size",
+          "[block]") {
+  std::vector<float> buffer(96);
+  for (std::size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<float>(i) * 0.37f - 9.0f;
+  const std::vector<float> before = buffer;
+  const std::span<float> all(buffer);
+  CHECK_THROWS_WITH(mf::quantize_blocks(all.subspan(0, 64), all.subspan(32, 64), mf::mxfp4),
+                    Catch::Contains("quantize_blocks") && Catch::Contains("overlap"));
+  CHECK_THROWS_WITH(mf::quantize_blocks(all.subspan(32, 64), all.subspan(0, 64), mf::mxfp4), Catch::Contains("overlap"));
+  CHECK(buffer == before);
+  // the same span (in place) and neighbouring spans are fine
+  std::vector<float> want(32);
+  mf::quantize_blocks(all.subspan(0, 32), want, mf::mxfp4);
+  mf::quantize_blocks(all.subspan(0, 32), all.subspan(32, 32), mf::mxfp4);
+  CHECK(std::vector<float>(buffer.begin() + 32, buffer.begin() + 64) == want);
+  mf::quantize_blocks(all.subspan(0, 32), all.subspan(0, 32), mf::mxfp4);
+  CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 32) == want);
+  std::vector<float> x(32), shorter(31);
+  CHECK_THROWS_WITH(mf::quantize_blocks(x, shorter, mf::mxfp4),
+                    Catch::Contains("minifloat::quantize_blocks") && Catch::Contains("out"));
+  std::vector<std::uint8_t> codes(31), scales(1);
+  CHECK_THROWS_WITH(mf::encode_blocks(x, codes, scales, mf::mxfp4),
+                    Catch::Contains("minifloat::encode_blocks") && Catch::Contains("elements"));
+  CHECK_THROWS_WITH(mf::decode_blocks(codes, scales, std::span<float>(x), mf::mxfp4),
+                    Catch::Contains("minifloat::decode_blocks") && Catch::Contains("elements"));
+}
+
+TEST_CASE("NVFP4 scale codes decode with their sign, as E4M3 codes", "[block]") {
+  // element code 2 of e2m1 is 1.0; scale codes 0x38 = +1.0 and 0xB8 = -1.0
+  const std::vector<std::uint8_t> codes(32, 2), scales{0x38, 0xB8};
+  std::vector<float> out(32);
+  mf::decode_blocks(codes, scales, std::span<float>(out), mf::nvfp4, {}, 2.0f);
+  CHECK(out[0] == 2.0f);
+  CHECK(out[16] == -2.0f);
 }

@@ -226,11 +226,32 @@ inline mx_scale mx_scale_for(float amax, const format& element, scale_rule rule)
   return {s, false};
 }
 
-/// Blocks of a tensor of n values in `layout`.
+namespace detail {
+/// `l` with cols = 0 replaced by n, after checking the axis and that rows × cols is n (compared
+/// without wrapping: rows > n / cols, not rows * cols != n, which a layout can wrap to n).
+inline block_layout resolved_layout(std::size_t n, const block_layout& l, const std::string& who) {
+  if (l.axis != 0 && l.axis != 1) throw std::invalid_argument(who + ": axis = " + std::to_string(l.axis) + " is not 0 or 1");
+  block_layout r = l;
+  if (r.cols == 0) r.cols = n;
+  const bool holds = r.cols == 0 ? n == 0 : r.rows == n / r.cols && n % r.cols == 0;
+  if (!holds)
+    throw std::invalid_argument(who + ": layout " + std::to_string(r.rows) + " x " + std::to_string(r.cols) +
+                                " does not hold " + std::to_string(n) + " values");
+  return r;
+}
+/// Blocks of n values in a layout that holds them, blocks of b.
+inline std::size_t block_count_of(std::size_t n, const block_layout& l, std::size_t b) {
+  const std::size_t cols = l.cols == 0 ? n : l.cols;
+  return l.axis == 1 ? l.rows * ((cols + b - 1) / b) : ((l.rows + b - 1) / b) * cols;
+}
+}  // namespace detail
+
+/// Blocks of a tensor of n values in `layout`. Throws std::invalid_argument for a bad format or
+/// a layout that does not hold n values.
 inline std::size_t block_count(std::size_t n, const block_format& f, const block_layout& layout) {
-  const std::size_t rows = layout.rows, cols = layout.cols == 0 ? n : layout.cols;
-  const auto b = static_cast<std::size_t>(f.block_size);
-  return layout.axis == 1 ? rows * ((cols + b - 1) / b) : ((rows + b - 1) / b) * cols;
+  f.validate();
+  return detail::block_count_of(n, detail::resolved_layout(n, layout, "minifloat::block_count"),
+                                static_cast<std::size_t>(f.block_size));
 }
 
 /// NVFP4's default per-tensor decode scale: amax of the finite values / (6 · 448), or 1 when
@@ -247,21 +268,32 @@ namespace detail {
 
 inline void check_layout(std::size_t n, const block_format& f, const block_layout& l, const char* who) {
   f.validate();
-  if (l.axis != 0 && l.axis != 1) throw std::invalid_argument(std::string(who) + ": axis = " + std::to_string(l.axis) + " is not 0 or 1");
-  const std::size_t cols = l.cols == 0 ? n : l.cols;
-  if (l.rows * cols != n)
-    throw std::invalid_argument(std::string(who) + ": layout " + std::to_string(l.rows) + " x " + std::to_string(cols) +
-                                " does not hold " + std::to_string(n) + " values");
+  (void)resolved_layout(n, l, who);
 }
 
-/// n values, as many element codes, and one scale code per block.
-inline void check_codes(std::size_t n, std::size_t elements, std::size_t scales, const block_format& f,
-                        const block_layout& l, const char* who) {
-  check_same_size(n, elements);
+/// n values (in `values_name`), as many element codes, and one scale code per block.
+inline void check_codes(std::size_t n, const char* values_name, std::size_t elements, std::size_t scales,
+                        const block_format& f, const block_layout& l, const char* who) {
+  if (elements != n)
+    throw std::invalid_argument(std::string(who) + ": elements has " + std::to_string(elements) + " codes for the " +
+                                std::to_string(n) + " values of " + values_name);
   check_layout(n, f, l, who);
-  if (scales != block_count(n, f, l))
-    throw std::invalid_argument(std::string(who) + ": " + std::to_string(scales) + " scale codes for " +
-                                std::to_string(block_count(n, f, l)) + " blocks");
+  const std::size_t blocks = block_count_of(n, l, static_cast<std::size_t>(f.block_size));
+  if (scales != blocks)
+    throw std::invalid_argument(std::string(who) + ": scales has " + std::to_string(scales) + " codes for " +
+                                std::to_string(blocks) + " blocks");
+}
+
+/// quantize_blocks' spans: as long as each other, and the same memory or apart (a partial
+/// overlap would read values the call has already overwritten).
+inline void check_in_out(std::span<const float> in, std::span<float> out, const char* who) {
+  if (in.size() != out.size())
+    throw std::invalid_argument(std::string(who) + ": in has " + std::to_string(in.size()) + " values, out " +
+                                std::to_string(out.size()));
+  const auto a = reinterpret_cast<std::uintptr_t>(in.data()), b = reinterpret_cast<std::uintptr_t>(out.data());
+  const std::uintptr_t bytes = in.size() * sizeof(float);
+  if (a != b && a < b + bytes && b < a + bytes)
+    throw std::invalid_argument(std::string(who) + ": in and out overlap without being the same span (in place is allowed)");
 }
 
 /// The block's scale as the kernels use it: multiply by `to_element` (MX) or divide by
@@ -403,6 +435,21 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
+  // V / X below float's range comes out of the float product (or division) as ±0. The smallest
+  // float of V's sign stands in for it: a sticky bit far below every element format's smallest
+  // subnormal, which the core then rounds as it would round V / X itself, in every mode (the
+  // directed modes and to_odd give the element's smallest value on their side, not 0) and
+  // counts as an underflow. Nearest and toward-zero results do not change, so without counts
+  // they skip it.
+  constexpr bool sticky_matters = Count || Mode == rounding::toward_positive || Mode == rounding::toward_negative ||
+                                  Mode == rounding::to_odd;
+  const auto sticky_underflow = [](V y_bits, FV v) [[gnu::always_inline]] {
+    V v_bits;
+    std::memcpy(&v_bits, &v, sizeof v);
+    const auto flushed = ((y_bits & 0x7fffffffu) == 0u) & ((v_bits & 0x7fffffffu) != 0u);
+    return select(flushed, (v_bits & 0x80000000u) | 1u, y_bits);
+  };
+
   // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
   // scale s and hands each register to the sink.
   const auto round_block = [&](const float* values, std::size_t first, std::size_t stride, std::size_t m,
@@ -427,6 +474,8 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       std::memcpy(&y_bits, &y, sizeof y);
       if constexpr (Count && Divide)
         if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
+      if constexpr (sticky_matters)
+        if (!s.zero) y_bits = sticky_underflow(y_bits, v);
       V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid, float_add);
       if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
       sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
@@ -450,11 +499,13 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   // the path its block's extremes allow.
   const auto group_register = [&]<block_path How>(const float* values, std::size_t first, FV to,
                                                   FV from) [[gnu::always_inline]] {
-    const FV y = load_lanes<FV>(values) * to;
+    const FV v = load_lanes<FV>(values);
+    const FV y = v * to;
     V random{};
     if constexpr (Mode == rounding::stochastic) random = draw(o.index + first);
     V y_bits;
     std::memcpy(&y_bits, &y, sizeof y);
+    if constexpr (sticky_matters && How != block_path::plain) y_bits = sticky_underflow(y_bits, v);
     V rounded;
     if constexpr (How == block_path::plain) {
       rounded = round_bits<Mode, lane_path::plain>(group_plan, y_bits, random);  // nothing to count there
@@ -611,6 +662,7 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
 template <class Sink>
 void run_block_kernel(std::span<const float> in, const block_format& f, const block_options& o,
                       const block_layout& layout, const scale_finder& scales, Sink& sink, block_stats* st) {
+  if (in.empty()) return;  // no blocks, however many empty rows the layout has
   const auto go = [&]<rounding Mode>() {
     if (f.scaling == block_scaling::e4m3_times_tensor) {
       if (st != nullptr) block_kernel<Mode, true, true>(in, f, o, layout, scales, sink, st);
@@ -702,14 +754,14 @@ inline scale_finder make_scale_finder(std::span<const float> in, const block_for
 /// In place is allowed. Throws std::invalid_argument for a bad format, layout or size.
 inline void quantize_blocks(std::span<const float> in, std::span<float> out, const block_format& f,
                             const block_options& o = {}, const block_layout& layout = {}) {
-  detail::check_same_size(in.size(), out.size());
+  detail::check_in_out(in, out, "minifloat::quantize_blocks");
   detail::check_layout(in.size(), f, layout, "minifloat::quantize_blocks");
   detail::dequantize_sink sink{out.data()};
   detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, nullptr);
 }
 inline void quantize_blocks(std::span<const float> in, std::span<float> out, const block_format& f,
                             const block_options& o, const block_layout& layout, block_stats& st) {
-  detail::check_same_size(in.size(), out.size());
+  detail::check_in_out(in, out, "minifloat::quantize_blocks");
   detail::check_layout(in.size(), f, layout, "minifloat::quantize_blocks");
   detail::dequantize_sink sink{out.data()};
   detail::run_block_kernel(in, f, o, layout, detail::make_scale_finder(in, f, o), sink, &st);
@@ -750,17 +802,20 @@ float encode_blocks(std::span<const float> in, std::span<C> elements, std::span<
                     const block_format& f, const block_options& o = {}, const block_layout& layout = {},
                     block_stats* st = nullptr) {
   constexpr const char* who = "minifloat::encode_blocks";
-  detail::check_codes(in.size(), elements.size(), scales.size(), f, layout, who);
+  detail::check_codes(in.size(), "in", elements.size(), scales.size(), f, layout, who);
   return detail::encode_blocks_into(in, detail::code_array<C>{elements.data()}, scales, f, o, layout, st, who);
 }
 
 /// The values codes stand for: element value × decoded scale (NaN where the scale is NaN).
-/// Element codes are read modulo 256.
+/// Element codes are read modulo 256. NVFP4 scale codes are E4M3 codes, sign included: the
+/// encoder writes only non-negative ones, and one with the sign bit set (0xB8: −1) negates its
+/// block.
 template <std::unsigned_integral C>
 void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> scales, std::span<float> out,
                    const block_format& f, const block_layout& layout = {}, float tensor_scale = 1) {
   constexpr const char* who = "minifloat::decode_blocks";
-  detail::check_codes(out.size(), elements.size(), scales.size(), f, layout, who);
+  detail::check_codes(out.size(), "out", elements.size(), scales.size(), f, layout, who);
+  if (out.empty()) return;
   // value of every element code, once
   float table[256];
   for (std::uint32_t c = 0; c < 256; ++c) {
@@ -774,7 +829,7 @@ void decode_blocks(std::span<const C> elements, std::span<const std::uint8_t> sc
   const auto scale_of = [&](std::uint8_t sc) {
     if (f.scaling == block_scaling::e8m0)
       return sc == e8m0_nan_code ? std::numeric_limits<float>::quiet_NaN() : detail::exp2_float(sc - 127);
-    return std::bit_cast<float>(detail::bits_of_code<float>(e4m3, sc & 0x7fu)) * tensor_scale;
+    return std::bit_cast<float>(detail::bits_of_code<float>(e4m3, sc)) * tensor_scale;  // signed, as E4M3 is
   };
   if (layout.axis == 1) {
     const std::size_t per_row = (cols + B - 1) / B;

@@ -3,6 +3,7 @@
 // the formats promise (MXFP4: 4.25 bits per value).
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <span>
 #include <vector>
@@ -100,7 +101,7 @@ TEST_CASE("raw parts are adopted only when they fit", "[storage][block]") {
   CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, words.first(words.size() - 1), t.scales()),
                     Catch::Contains("words"));
   CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, words, t.scales().first(3)),
-                    Catch::Contains("scale codes"));
+                    Catch::Contains("scales has 3 codes"));
   CHECK_THROWS_WITH(ms::packed_block_tensor(x, mf::mxfp4, {}, {7, 7, 1}), Catch::Contains("does not hold"));
   std::vector<float> wrong(99);
   CHECK_THROWS(t.decode(wrong));
@@ -157,4 +158,44 @@ TEST_CASE("codes written straight from registers equal encoding to 32-bit codes 
         CHECK(std::vector<std::uint8_t>(t.scales().begin(), t.scales().end()) == scales);
         CHECK(t.tensor_scale() == tensor_scale);
       }
+}
+
+TEST_CASE("from_parts refuses too many words, a bad NVFP4 tensor scale and a tensor scale on MX formats",
+          "[storage][block]") {
+  const std::vector<float> x = random_values(100, 10);
+  const ms::packed_block_tensor t(x, mf::mxfp6_e2m3);
+  std::vector<std::uint32_t> longer(t.elements().words().begin(), t.elements().words().end());
+  longer.push_back(0xFFFFFFFFu);
+  CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, longer, t.scales()),
+                    Catch::Contains("from_parts") && Catch::Contains("words has"));
+  const ms::packed_block_tensor n(x, mf::nvfp4);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), inf, -inf, -1.0f, 0.0f}) {
+    INFO("tensor scale " << bad);
+    CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::nvfp4, {}, 100, n.elements().words(), n.scales(), bad),
+                      Catch::Contains("tensor_scale"));
+  }
+  CHECK(ms::packed_block_tensor::from_parts(mf::nvfp4, {}, 100, n.elements().words(), n.scales(), n.tensor_scale()) == n);
+  // MX formats have no tensor scale: from_parts refuses one, the constructor ignores options.tensor_scale
+  CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp6_e2m3, {}, 100, t.elements().words(), t.scales(), 2.0f),
+                    Catch::Contains("no per-tensor scale"));
+  const ms::packed_block_tensor given(x, mf::mxfp6_e2m3, {.tensor_scale = 3.0f});
+  CHECK(given.tensor_scale() == 1.0f);
+  CHECK(given == t);
+}
+
+TEST_CASE("a layout whose rows x cols wraps to the size is refused by the constructor and from_parts",
+          "[storage][block]") {
+  const std::vector<float> x(16, 1.5f);
+  const mf::block_layout wraps{(std::size_t{1} << 62) + 4, 4, 1};
+  CHECK_THROWS_WITH(ms::packed_block_tensor(x, mf::mxfp8_e4m3, {}, wraps), Catch::Contains("does not hold 16 values"));
+  const ms::packed_block_tensor t(x, mf::mxfp8_e4m3);
+  const std::vector<std::uint8_t> scales(4, 127);
+  CHECK_THROWS_WITH(ms::packed_block_tensor::from_parts(mf::mxfp8_e4m3, wraps, 16, t.elements().words(), scales),
+                    Catch::Contains("does not hold"));
+  CHECK_THROWS_WITH(ms::packed_block_tensor::bytes_for(16, mf::mxfp8_e4m3, wraps), Catch::Contains("does not hold"));
+  // no values in 2^62 empty rows: an empty tensor, at once
+  const ms::packed_block_tensor empty(std::span<const float>{}, mf::mxfp4, {}, {std::size_t{1} << 62, 0, 1});
+  CHECK(empty.size() == 0);
+  CHECK(empty.decode().empty());
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -66,8 +67,10 @@ class packed_block_tensor {
     const int bits = elements_.bits();
     const bool one_row = layout_.rows == 1 && layout_.axis == 1;
     block_options oc = o;
-    if (f.scaling == block_scaling::e4m3_times_tensor && oc.tensor_scale == 0) oc.tensor_scale = nvfp4_tensor_scale(values);
-    tensor_scale_ = oc.tensor_scale == 0 ? 1.0f : oc.tensor_scale;
+    if (f.scaling == block_scaling::e4m3_times_tensor) {
+      if (oc.tensor_scale == 0) oc.tensor_scale = nvfp4_tensor_scale(values);
+      tensor_scale_ = checked_tensor_scale(f, oc.tensor_scale, "minifloat::storage::packed_block_tensor");
+    }  // MX: no tensor scale (options.tensor_scale is NVFP4's only), tensor_scale() is 1
     // 4- and 8-bit elements (MXFP4, NVFP4, MXFP8, MXINT8) go from the kernel's registers into
     // the words in the same pass; other widths through a buffer of codes and bitpack.hpp's pack.
     if (std::endian::native == std::endian::little && (bits == 4 || bits == 8)) {
@@ -95,21 +98,33 @@ class packed_block_tensor {
   }
 
   /// Adopts raw parts (e.g. read from a file): throws std::invalid_argument when the word or
-  /// scale counts do not match the format, layout and size.
+  /// scale counts are not exactly those of the format, layout and size, or the tensor scale is
+  /// not a positive finite float (NVFP4) or not 1 (MX formats, which have none).
   static packed_block_tensor from_parts(const block_format& f, const block_layout& layout, std::size_t size,
                                         std::span<const std::uint32_t> words, std::span<const std::uint8_t> scales,
                                         float tensor_scale = 1) {
+    constexpr const char* who = "minifloat::storage::packed_block_tensor::from_parts";
+    const int bits = checked_bits(f);
     packed_block_tensor t;
     t.fmt_ = f;
     t.layout_ = resolved(layout, size);
     t.size_ = size;
-    t.elements_ = packed_array::from_words(words, size, checked_bits(f));
+    if (const std::size_t want = packed_words(size, bits); words.size() != want)
+      throw std::invalid_argument(std::string(who) + ": words has " + std::to_string(words.size()) + " words for the " +
+                                  std::to_string(want) + " that " + std::to_string(size) + " codes of " +
+                                  std::to_string(bits) + " bits take");
     const std::size_t blocks = block_count(size, f, t.layout_);
     if (scales.size() != blocks)
-      throw std::invalid_argument("minifloat::storage::packed_block_tensor::from_parts: " + std::to_string(scales.size()) +
-                                  " scale codes for " + std::to_string(blocks) + " blocks");
+      throw std::invalid_argument(std::string(who) + ": scales has " + std::to_string(scales.size()) + " codes for " +
+                                  std::to_string(blocks) + " blocks");
+    if (f.scaling == block_scaling::e4m3_times_tensor) {
+      t.tensor_scale_ = checked_tensor_scale(f, tensor_scale, who);
+    } else if (tensor_scale != 1) {
+      throw std::invalid_argument(std::string(who) + ": tensor_scale = " + std::to_string(tensor_scale) + ", but " +
+                                  to_string(f) + " has no per-tensor scale (pass 1)");
+    }
+    t.elements_ = packed_array::from_words(words, size, bits);
     t.scales_.assign(scales.begin(), scales.end());
-    t.tensor_scale_ = tensor_scale;
     return t;
   }
 
@@ -170,15 +185,14 @@ class packed_block_tensor {
     return f.element.bit_width();
   }
   static block_layout resolved(const block_layout& l, std::size_t n) {
-    block_layout r = l;
-    if (r.cols == 0) r.cols = n;
-    if (r.axis != 0 && r.axis != 1)
-      throw std::invalid_argument("minifloat::storage::packed_block_tensor: axis = " + std::to_string(r.axis) +
-                                  " is not 0 or 1");
-    if (r.rows * r.cols != n)
-      throw std::invalid_argument("minifloat::storage::packed_block_tensor: layout " + std::to_string(r.rows) + " x " +
-                                  std::to_string(r.cols) + " does not hold " + std::to_string(n) + " values");
-    return r;
+    return minifloat::detail::resolved_layout(n, l, "minifloat::storage::packed_block_tensor");
+  }
+  /// NVFP4's S_t as the encoder takes it: a positive finite float.
+  static float checked_tensor_scale(const block_format& f, float s, const char* who) {
+    if (!(s > 0) || !std::isfinite(s))
+      throw std::invalid_argument(std::string(who) + ": tensor_scale = " + std::to_string(s) + " of " + to_string(f) +
+                                  " is not a positive finite float");
+    return s;
   }
 
   block_format fmt_{};
