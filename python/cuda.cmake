@@ -3,7 +3,7 @@
 # python/CMakeLists.txt. Built when a CUDA compiler is found (MINIFLOAT_CUDA=AUTO), always
 # (ON: an error without one) or never (OFF). Building needs no GPU and no driver: CI compiles it
 # and checks that `import minifloat._cuda` works there (docs/cuda.md).
-set(MINIFLOAT_CUDA AUTO CACHE STRING "Build the minifloat._cuda extension: AUTO (when nvcc is found), ON or OFF")
+set(MINIFLOAT_CUDA AUTO CACHE STRING "Build the minifloat._cuda_kernels extension: AUTO (when nvcc is found), ON or OFF")
 set_property(CACHE MINIFLOAT_CUDA PROPERTY STRINGS AUTO ON OFF)
 # sm_90 machine code (H100/H200) plus compute_90 PTX, which the driver compiles for newer GPUs.
 set(MINIFLOAT_CUDA_ARCHITECTURES "90-real;90-virtual" CACHE STRING
@@ -33,7 +33,7 @@ if(NOT MINIFLOAT_CUDA STREQUAL "OFF")
   elseif(MINIFLOAT_CUDA STREQUAL "ON")
     message(FATAL_ERROR "MINIFLOAT_CUDA=ON but no CUDA compiler was found (set CUDACXX or CMAKE_CUDA_COMPILER)")
   else()
-    message(STATUS "No CUDA compiler: minifloat._cuda is not built")
+    message(STATUS "No CUDA compiler: minifloat._cuda_kernels is not built")
   endif()
 endif()
 
