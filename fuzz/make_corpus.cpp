@@ -1,24 +1,34 @@
 // fuzz/make_corpus.cpp — writes the seed corpora of the fuzz targets: a handful of small valid
 // encodings per decoder, in the input format each target reads. The checked-in files under
 // fuzz/corpus/ were made by it:  fuzz_make_corpus <source dir>/fuzz/corpus
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include <minifloat/block.hpp>
 #include <minifloat/storage/bitpack.hpp>
 #include <minifloat/storage/gecko.hpp>
 #include <minifloat/storage/gecko_tensor.hpp>
+#include <minifloat/storage/packed_block.hpp>
 
 namespace {
 
 namespace st = minifloat::storage;
 namespace fs = std::filesystem;
+
+/// Appends v as `n` little-endian bytes.
+void put(std::vector<std::uint8_t>& bytes, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) bytes.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
 
 void write(const fs::path& dir, const std::string& name, const std::vector<std::uint8_t>& bytes) {
   fs::create_directories(dir);
@@ -88,6 +98,32 @@ int main(int argc, char** argv) {
       for (std::uint32_t w : a.words())
         for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<std::uint8_t>(w >> (8 * i)));
       write(root / "bitpack", "k" + std::to_string(bits) + "_n" + std::to_string(count), bytes);
+    }
+  }
+
+  // packed_block: every named block format, one row and two 2-D layouts (fuzz_packed_block.cpp's
+  // input: format, block size, axis, rows, cols, size, tensor scale, word count, words, scales)
+  for (std::size_t which = 0; which < std::size(minifloat::named_block_formats); ++which) {
+    const auto& [name, f] = minifloat::named_block_formats[which];
+    for (const auto& [rows, cols, axis] : {std::tuple<std::size_t, std::size_t, int>{1, 0, 1}, {4, 10, 1}, {10, 4, 0}}) {
+      const std::size_t n = rows * (cols == 0 ? 37 : cols);
+      const auto v = sample(static_cast<int>(which % 3), n);
+      const minifloat::block_layout layout{rows, cols, axis};
+      const st::packed_block_tensor t(v, f, {}, layout);
+      std::vector<std::uint8_t> bytes;
+      put(bytes, which, 1);
+      put(bytes, 0, 1);
+      put(bytes, static_cast<std::uint64_t>(axis), 1);
+      put(bytes, rows, 8);
+      put(bytes, cols, 8);
+      put(bytes, n, 2);
+      put(bytes, std::bit_cast<std::uint32_t>(t.tensor_scale()), 4);
+      put(bytes, t.elements().words().size(), 2);
+      for (const std::uint32_t w : t.elements().words()) put(bytes, w, 4);
+      for (const std::uint8_t c : t.scales()) put(bytes, c, 1);
+      write(root / "packed_block", std::string(name) + "_" + std::to_string(rows) + "x" + std::to_string(cols) + "_axis" +
+                                        std::to_string(axis),
+            bytes);
     }
   }
   return 0;
