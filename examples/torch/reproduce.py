@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reproduce the precision-assignment paper's claims on a residual model; write docs/results-torch.md.
 
 Runs examples/torch/train.py once per (configuration, seed), each as its own process with one torch
@@ -13,7 +13,7 @@ arXiv:2301.13464 (§5.3 Figures 3-4, §5.4 Figures 5-6). Dynamic bitlengths: "Sc
 Dynamic Adaptation of Floating-Point Containers for Deep Learning Training" (QM+QE and BitWave).
 
 Usage:
-  PYTHONPATH=build/release/python /usr/bin/python3 examples/torch/reproduce.py            # everything
+  PYTHONPATH=build/release/python python examples/torch/reproduce.py            # everything
   ... reproduce.py --parts assign,promotion --seeds 0       # a subset
   ... reproduce.py --tables-only                            # regenerate the doc from the CSVs
   ... reproduce.py --list                                   # the runs and their state

@@ -491,13 +491,13 @@ def document(out, cfgs, seeds, s):
           f"seeds with the range (min–max). A run **diverged** when the test accuracy after some epoch is under "
           f"{pct(DIVERGED_BELOW, 0)} % (chance: 10 %) or its loss is not finite; such a run may recover part of "
           "its accuracy in the next epoch (the loss scaler's scale grows back), so its final accuracy is shown too.",
-          f"- Every run: `PYTHONPATH=build/release/python /usr/bin/python3 examples/torch/{cmd} --seed S` plus the "
+          f"- Every run: `PYTHONPATH=build/release/python python examples/torch/{cmd} --seed S` plus the "
           "row's flags (`reproduce.py --list` prints each command); CSVs, logs and timings land in "
           "`results/torch/PART/CONFIG-sS.{csv,log,json}`.", ""]
     L += ["To rerun (resumes; runs whose CSV exists are skipped):", "", "```sh",
           "cmake --preset release && cmake --build build/release --target minifloat_python -j2",
-          "PYTHONPATH=build/release/python /usr/bin/python3 examples/torch/reproduce.py          # all parts, seeds 0,1,2",
-          "PYTHONPATH=build/release/python /usr/bin/python3 examples/torch/reproduce.py --tables-only   # this file only",
+          "PYTHONPATH=build/release/python python examples/torch/reproduce.py          # all parts, seeds 0,1,2",
+          "PYTHONPATH=build/release/python python examples/torch/reproduce.py --tables-only   # this file only",
           "```", ""]
     L += ["## Time", ""] + timing(out, rows, cfgs, seeds) + [""]
     if missing:

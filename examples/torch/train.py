@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train a residual network on Fashion-MNIST with the precision-assignment paper's methods.
 
 Every policy is the C++ training layer's, reached through minifloat.training: the precision
@@ -8,7 +8,7 @@ as bit-packed codes (or Gecko tensors) with their bytes measured by the hooks. O
 epoch; docs/torch-training.md describes every column.
 
 Example (the issue's "done when" command):
-  PYTHONPATH=build/release/python /usr/bin/python3 examples/torch/train.py --model resnet18 --epochs 1 \\
+  PYTHONPATH=build/release/python python examples/torch/train.py --model resnet18 --epochs 1 \\
       --train-limit 4000 --assignment ours --ratio 0.5 --save-activations packed --csv out.csv
 """
 

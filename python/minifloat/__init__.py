@@ -10,6 +10,7 @@ from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, en
                    gecko_compress_exponents, gecko_decompress, gecko_decompress_exponents, gecko_size, pack,
                    quantize, quantize_, unpack)
 from .autograd import quantize_ste
+from .interop import dtype_of, format_of
 from . import compat, optim
 
 binary32 = NAMED["binary32"]
@@ -31,5 +32,5 @@ __all__ = [
     "Format", "format", "parse_format", "NAMED", "binary32", "binary16", "bfloat16", "e5m2", "e4m3", "fp_6_9_0",
     "fp_4_3_4", "fp_5_2_0", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1", "int8_mx", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
     "encode", "decode", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
-    "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat",
+    "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat", "format_of", "dtype_of", "__version__",
 ]

@@ -6,6 +6,8 @@ is element i of the flattened (row-major) tensor whatever its strides. Every che
 before any kernel runs, so an error leaves the caller's data as it was.
 """
 
+import operator
+
 import numpy as np
 import torch
 
@@ -17,10 +19,21 @@ def threads():
     return max(1, torch.get_num_threads())
 
 
+_CODE_VIEWS = {1: (torch.uint8, np.uint8), 2: (torch.int16, np.uint16)}
+
+
 class Operand:
-    """A torch tensor or NumPy array seen as a NumPy array (`array`, sharing memory)."""
+    """A torch tensor or NumPy array seen as a NumPy array (`array`, sharing memory).
+
+    A tensor or array of a low-precision float dtype that minifloat knows as a format (torch's
+    float8 types, bfloat16 and float16, ml_dtypes' types: minifloat.format_of) is seen as its
+    codes: `array` is then an unsigned integer view of the same memory and `codes_format` the
+    format. A NumPy array in non-native byte order is read through a native copy (`contiguous`)."""
 
     def __init__(self, x, who, name="x"):
+        from .interop import format_of, packed_format_of  # interop imports _formats, which imports this module
+        self.codes_format = None
+        self.codes_per_byte = 1
         if isinstance(x, torch.Tensor):
             if x.device.type != "cpu":
                 raise TypeError(f"{who}: {name} is a {x.device.type} tensor; this build of minifloat runs on CPU "
@@ -32,15 +45,30 @@ class Operand:
             # A negative-bit view (torch._neg_view) is read through a resolved copy: writes to it
             # must go back through the tensor (see `aliases`).
             self.aliases = not x.is_neg()
-            try:
-                self.array = x.detach().resolve_conj().resolve_neg().numpy()
-            except TypeError as e:  # a dtype NumPy has no counterpart for (bfloat16, ...)
-                raise TypeError(f"{who}: {name} has dtype {x.dtype}, which minifloat does not take here") from e
+            fmt = format_of(x.dtype) if x.dtype not in (torch.float32, torch.float64) else None
+            packed = packed_format_of(x.dtype)
+            if packed is not None:  # torch.float4_e2m1fn_x2: the bytes, two codes each
+                self.codes_format, self.codes_per_byte = packed
+                self.array = x.detach().view(torch.uint8).numpy()
+            elif fmt is not None:
+                self.codes_format = fmt
+                self.array = x.detach().view(_CODE_VIEWS[x.element_size()][0]).numpy().view(
+                    _CODE_VIEWS[x.element_size()][1])
+            else:
+                try:
+                    self.array = x.detach().resolve_conj().resolve_neg().numpy()
+                except TypeError as e:  # a dtype NumPy has no counterpart for
+                    raise TypeError(f"{who}: {name} has dtype {x.dtype}, which minifloat does not take here") from e
         elif isinstance(x, np.ndarray):
             self.is_torch = False
             self.tensor = None
-            self.array = x
             self.aliases = True
+            fmt = format_of(x.dtype) if x.dtype.kind in "fV" and x.dtype.itemsize <= 2 else None  # float16, ml_dtypes
+            if fmt is not None:
+                self.codes_format = fmt
+                self.array = x.view(_CODE_VIEWS[x.dtype.itemsize][1])
+            else:
+                self.array = x
         else:
             raise TypeError(f"{who}: {name} must be a torch.Tensor or a numpy.ndarray, not {type(x).__name__}")
         self.who = who
@@ -48,44 +76,86 @@ class Operand:
 
     @property
     def dtype(self):
-        return self.array.dtype
+        """The element type in native byte order (what `contiguous` returns)."""
+        d = self.array.dtype
+        return d if d.isnative else d.newbyteorder("=")
 
     def dtype_name(self):
-        return str(self.tensor.dtype) if self.is_torch else f"numpy.{self.array.dtype}"
+        if self.is_torch:
+            return str(self.tensor.dtype)
+        return f"numpy.{self.array.dtype}" if self.array.dtype.kind != "V" else str(self.array.dtype)
 
     def require_float(self):
         """True for float64, False for float32; TypeError otherwise."""
-        if self.array.dtype not in FLOAT_DTYPES:
+        if self.codes_format is not None or self.dtype not in FLOAT_DTYPES:
             raise TypeError(f"{self.who}: {self.name} has dtype {self.dtype_name()}; expected float32 or float64")
-        return FLOAT_DTYPES[self.array.dtype]
+        return FLOAT_DTYPES[self.dtype]
 
     def require_float32(self):
-        if self.array.dtype != np.float32:
+        if self.codes_format is not None or self.dtype != np.float32:
             raise TypeError(f"{self.who}: {self.name} has dtype {self.dtype_name()}; expected float32")
 
     def require_integer(self):
-        if self.array.dtype.kind not in "iu":
+        if self.codes_format is None and self.array.dtype.kind not in "iu":
             raise TypeError(f"{self.who}: {self.name} has dtype {self.dtype_name()}; expected an integer dtype")
 
     def contiguous(self):
-        """The values in C order: the array itself when it already is, else a copy."""
-        return self.array if self.array.flags.c_contiguous else np.ascontiguousarray(self.array)
+        """The values in C order and native byte order: the array itself when it already is, else a copy."""
+        a = self.array
+        if a.flags.c_contiguous and a.dtype.isnative:
+            return a
+        return np.ascontiguousarray(a, dtype=self.dtype)
 
     def wrap(self, array):
         """array as the kind of this operand (a tensor shares the array's memory)."""
         return torch.from_numpy(array) if self.is_torch else array
+
+    def check_writable(self):
+        """ValueError when the values cannot be written in place: read-only, an inference tensor
+        outside inference mode, or elements that share memory."""
+        if not self.array.flags.writeable:
+            raise ValueError(f"{self.who}: {self.name} is read-only")
+        if self.is_torch and self.tensor.is_inference() and not torch.is_inference_mode_enabled():
+            raise ValueError(f"{self.who}: {self.name} is an inference tensor, which can only be written inside "
+                             "torch.inference_mode()")
+        if overlaps_itself(self.array):
+            raise ValueError(f"{self.who}: {self.name} has elements that share memory (an expanded tensor, a "
+                             "broadcast array or overlapping strides); write into a tensor with one location per element")
+
+
+def overlaps_itself(array):
+    """True when two elements of array may share memory (zero or overlapping strides). Dimensions
+    sorted by stride must each step over the whole extent of the ones below; a layout that passes
+    is free of overlap, and the rare non-overlapping layout that fails is refused as if it overlapped."""
+    if array.size <= 1:
+        return False
+    dims = sorted((abs(stride), size) for stride, size in zip(array.strides, array.shape) if size > 1)
+    extent = array.itemsize
+    for stride, size in dims:
+        if stride < extent:
+            return True
+        extent = stride * (size - 1) + extent
+    return False
 
 
 def address(array):
     return array.ctypes.data
 
 
-def check_index(value, who, name):
-    if isinstance(value, bool) or not isinstance(value, int):
+def as_int(value, who, name, low, high):
+    """value as a Python int in low..high: Python and NumPy integers (anything with __index__ but
+    bool); TypeError or ValueError naming the argument otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
         raise TypeError(f"{who}: {name} must be an int, not {type(value).__name__}")
-    if not 0 <= value < 1 << 64:
-        raise ValueError(f"{who}: {name} = {value} is outside 0..2**64-1")
+    value = operator.index(value)
+    if not low <= value <= high:
+        raise ValueError(f"{who}: {name} = {value} is outside {low}..{high}")
     return value
+
+
+def check_index(value, who, name):
+    """An element index or seed: an int in 0..2**64-1."""
+    return as_int(value, who, name, 0, (1 << 64) - 1)
 
 
 def lookup(value, names, who, what):

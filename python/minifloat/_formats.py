@@ -6,20 +6,20 @@ extension exports, so a format or name added to the headers appears here without
 """
 
 from . import _core
+from ._buffers import as_int
 
 SPECIALS = tuple(_core.specials_names)
 
 
 def _integer(value, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"minifloat.format: {what} must be an int, not {type(value).__name__}")
-    return value
+    """value as a C int (Python or NumPy integer); the format's own check judges its range."""
+    return as_int(value, "minifloat.format", what, -(1 << 31), (1 << 31) - 1)
 
 
 class Format:
     """fp(E, M, bias): a sign bit, E exponent bits, M mantissa bits (docs/formats.md)."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_name", "_constants")
 
     def __init__(self, exponent_bits, mantissa_bits, bias=None, subnormals=True, specials="ieee"):
         e = _integer(exponent_bits, "exponent_bits")
@@ -38,6 +38,9 @@ class Format:
         if problem:
             raise ValueError(f"minifloat.format: {problem}")
         object.__setattr__(self, "_key", key)
+        # Plain attributes, so that torch.compile reads them without calling into the extension.
+        object.__setattr__(self, "_name", _core.format_string(key))
+        object.__setattr__(self, "_constants", _core.format_constants(key))
 
     @classmethod
     def _from_key(cls, key):
@@ -52,14 +55,15 @@ class Format:
 
     @property
     def bit_width(self):
-        return 1 + self._key[0] + self._key[1]
+        """Bits per code, as the C++ format counts them (E8M0, which has no sign bit: 8)."""
+        return self._constants["bit_width"]
 
     def constants(self):
         """emax, emin, max_finite, min_normal, min_subnormal, epsilon, overflow_threshold, ... (exact)."""
-        return _core.format_constants(self._key)
+        return dict(self._constants)
 
     def __getattr__(self, name):
-        constants = _core.format_constants(object.__getattribute__(self, "_key"))
+        constants = object.__getattribute__(self, "_constants")
         if name in constants:
             return constants[name]
         raise AttributeError(f"minifloat.Format has no attribute {name!r}")
@@ -84,7 +88,7 @@ class Format:
                 f"subnormals={self.subnormals}, specials={self.specials!r})")
 
     def __str__(self):
-        return _core.format_string(self._key)
+        return self._name
 
 
 format = Format  # the spelling of the issue and of docs/python.md: minifloat.format(5, 2)
@@ -97,10 +101,13 @@ NAMED = {name: Format._from_key(key) for name, key in _core.named_formats}
 
 
 def parse_format(name):
-    """The format a name stands for, as minifloat::parse_format reads it: fp32, binary32, fp16,
-    binary16, half, bf16, bfloat16, e4m3, e5m2 or fp(e,m,b) (the papers' formats)."""
+    """The format a name stands for, as minifloat::parse_format reads it (fp32, binary32, fp16,
+    binary16, half, bf16, bfloat16, e4m3, e5m2, e8m0, paper_fp(e,m,b), ieee(E,M,bias=B), ... and
+    whatever str(fmt) prints), or a key of NAMED (fp_4_3_4)."""
     if not isinstance(name, str):
         raise TypeError(f"minifloat.parse_format: a format name must be a str, not {type(name).__name__}")
+    if name in NAMED:
+        return NAMED[name]
     return Format._from_key(_core.parse_format(name))
 
 

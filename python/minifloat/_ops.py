@@ -4,10 +4,12 @@ from collections import namedtuple
 
 import numpy as np
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _core
-from ._buffers import Operand, address, check_index, lookup, threads
-from ._formats import as_format
+from ._buffers import Operand, address, as_int, check_index, lookup, threads
+from ._formats import Format, as_format
+from . import interop
 
 ROUNDING = tuple(_core.rounding_names)
 OVERFLOW = tuple(_core.overflow_names)
@@ -29,13 +31,14 @@ class RoundingStats(namedtuple("RoundingStats", "values overflows underflows nan
         return self.underflows / self.values if self.values else 0.0
 
 
-def rounding_options(who, rounding, overflow, seed, index, random_bits):
-    """The (mode, overflow, random_bits, seed, index) tuple the extension takes, checked."""
-    mode = lookup(rounding, ROUNDING, who, "rounding")
-    on_overflow = lookup(overflow, OVERFLOW, who, "overflow")
-    if isinstance(random_bits, bool) or not isinstance(random_bits, int):
-        raise TypeError(f"{who}: random_bits must be an int, not {type(random_bits).__name__}")
-    return (mode, on_overflow, random_bits, check_index(seed, who, "seed"), check_index(index, who, "index"))
+def rounding_options(who, rounding, overflow, seed, index, random_bits, prefix=""):
+    """The (mode, overflow, random_bits, seed, index) tuple the extension takes, checked; errors
+    name the arguments with `prefix` (quantize_ste's "grad_")."""
+    mode = lookup(rounding, ROUNDING, who, prefix + "rounding")
+    on_overflow = lookup(overflow, OVERFLOW, who, prefix + "overflow")
+    random_bits = as_int(random_bits, who, prefix + "random_bits", 0, 64)  # the core checks it against the source width
+    return (mode, on_overflow, random_bits, check_index(seed, who, prefix + "seed"),
+            check_index(index, who, prefix + "index"))
 
 
 def _output(source, out, who):
@@ -45,12 +48,11 @@ def _output(source, out, who):
     target = Operand(out, who, "out")
     if target.is_torch != source.is_torch:
         raise TypeError(f"{who}: out is a {'torch.Tensor' if target.is_torch else 'numpy.ndarray'} but x is not")
-    if target.dtype != source.dtype:
-        raise TypeError(f"{who}: out has dtype {target.dtype_name()}, x has {source.dtype_name()}")
+    if target.codes_format is not None or target.dtype != source.dtype:
+        raise TypeError(f"{who}: out has dtype {target.dtype_name()}, the result has {source.dtype_name()}")
     if target.array.shape != source.array.shape:
         raise ValueError(f"{who}: out has shape {tuple(target.array.shape)}, x has {tuple(source.array.shape)}")
-    if not target.array.flags.writeable:
-        raise ValueError(f"{who}: out is read-only")
+    target.check_writable()
     return target
 
 
@@ -62,7 +64,7 @@ def _run_into(source, target, kernel):
         dst = np.empty(src.shape, dtype=src.dtype)
         kernel(src, dst)
         return dst
-    direct = target.array.flags.c_contiguous and (
+    direct = target.array.flags.c_contiguous and target.array.dtype.isnative and (
         target.array is src or not np.may_share_memory(target.array, src)
         or (target.array.ctypes.data == src.ctypes.data and target.array.strides == src.strides))
     if direct:
@@ -74,11 +76,6 @@ def _run_into(source, target, kernel):
     return target.array
 
 
-def _overlaps_itself(array):
-    """True when two elements of array share memory through a zero stride (expand, broadcast_to)."""
-    return any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
-
-
 def mark_written(tensor):
     """Moves a tensor's version counter on, as torch's own in-place ops do, so that autograd
     notices the change if a graph saved the tensor (the data was written through a NumPy view)."""
@@ -88,19 +85,21 @@ def mark_written(tensor):
 
 def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place):
     source = Operand(x, who)
+    if source.codes_format is not None:  # float8/bfloat16/float16/ml_dtypes values: exactly float32 first
+        if in_place:
+            raise TypeError(f"{who}: x has dtype {source.dtype_name()}; rounding in place needs float32 or float64 "
+                            "(quantize returns the float32 result of any low-precision input)")
+        x = _decode(x, None, None)
+        source = Operand(x, who)
     is_double = source.require_float()
     f = as_format(fmt, who)
     opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
     _core.check_options(f._key, opts, is_double)  # ValueError naming the field, before anything is written
     if in_place:
-        if not source.array.flags.writeable:
-            raise ValueError(f"{who}: x is read-only")
+        source.check_writable()
         target = source
     else:
         target = _output(source, out, who)
-    if target is not None and _overlaps_itself(target.array):
-        raise ValueError(f"{who}: {'x' if in_place else 'out'} has elements that share memory (an expanded "
-                         "tensor or broadcast array); write into a tensor with one location per element")
     if target is not None and target.is_torch and target.tensor.requires_grad and torch.is_grad_enabled():
         raise ValueError(f"{who}: {'x' if in_place else 'out'} requires grad; round it under torch.no_grad(), "
                          "or use minifloat.quantize_ste for a differentiable rounding")
@@ -127,20 +126,55 @@ def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, st
     return (value, RoundingStats(*counts[0])) if stats else value
 
 
+def _traced(x):
+    """True when x goes through the custom operators (_custom_ops.py) rather than straight to the
+    eager code: under torch.compile / torch.export, and for meta and fake tensors, which have no data."""
+    if not isinstance(x, torch.Tensor):
+        return False
+    return torch.compiler.is_compiling() or x.device.type == "meta" or isinstance(x, FakeTensor)
+
+
+def _format_name(fmt, who):
+    """The name a custom operator takes for fmt (a Format's cached name, or the string itself)."""
+    if isinstance(fmt, Format):
+        return fmt._name
+    if isinstance(fmt, str):
+        return fmt
+    raise TypeError(f"{who}: fmt must be a minifloat.Format or a format name, not {type(fmt).__name__}")
+
+
 def quantize(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, out=None,
              stats=False):
     """x rounded to fmt, as a new tensor/array of x's kind, dtype and shape (or written to `out`).
 
-    x: a float32 or float64 CPU torch.Tensor or numpy.ndarray, any shape and strides.
+    x: a float32 or float64 CPU torch.Tensor or numpy.ndarray, any shape and strides; a tensor or
+    array of a low-precision dtype minifloat knows (float8, bfloat16, float16, ml_dtypes' types:
+    minifloat.format_of) is read exactly as float32 and gives a float32 result.
     rounding: nearest_even | nearest_away | toward_zero | stochastic | toward_positive | toward_negative | to_odd; overflow: infinity | saturate.
     Stochastic rounding draws element i (row-major flat index) from (seed, index + i).
-    stats=True returns (result, RoundingStats)."""
-    return _quantize("minifloat.quantize", x, fmt, rounding, overflow, seed, index, random_bits, out, stats, False)
+    stats=True returns (result, RoundingStats). Under torch.compile the call is one graph node
+    (torch.ops.minifloat.quantize); `out=` and stats=True there read back through a graph break."""
+    who = "minifloat.quantize"
+    if _traced(x) and out is None:
+        rounding_options(who, rounding, overflow, seed, index, random_bits)  # the plain-Python checks
+        args = (x.detach(), _format_name(fmt, who), rounding, overflow, _custom_ops.to_signed(seed),
+                _custom_ops.to_signed(index), random_bits)
+        if not stats:
+            return torch.ops.minifloat.quantize(*args)
+        y, counts = torch.ops.minifloat.quantize_with_stats(*args)
+        return y, RoundingStats(*counts.tolist())
+    return _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, False)
 
 
 def quantize_(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, stats=False):
     """quantize in place: x is overwritten (and returned). Nothing is written when an argument is bad."""
-    return _quantize("minifloat.quantize_", x, fmt, rounding, overflow, seed, index, random_bits, None, stats, True)
+    who = "minifloat.quantize_"
+    if _traced(x) and not stats:
+        rounding_options(who, rounding, overflow, seed, index, random_bits)
+        torch.ops.minifloat.quantize_(x, _format_name(fmt, who), rounding, overflow, _custom_ops.to_signed(seed),
+                                      _custom_ops.to_signed(index), random_bits)
+        return x
+    return _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, None, stats, True)
 
 
 _TORCH_CODES = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}  # NumPy views that torch takes
@@ -151,26 +185,92 @@ def code_bytes(bit_width):
     return next(b for b in (1, 2, 4, 8) if bit_width <= 8 * b)
 
 
-def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0):
+def _code_dtype(dtype, f, is_torch, who):
+    """What encode's dtype argument asks for: None (integer codes), or a dtype holding f's codes as
+    values ("native": the library's own dtype for f, when it has one)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str) and dtype == "native":
+        found = interop.dtype_of(f, "torch" if is_torch else "numpy")
+        if found is None:
+            raise ValueError(f"{who}: {'torch' if is_torch else 'NumPy (with ml_dtypes)'} has no dtype for {f}")
+        return found
+    if is_torch and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{who}: dtype must be a torch.dtype for a tensor, not {dtype!r}")
+    if is_torch and interop.TORCH_FP4_X2 is not None and dtype == interop.TORCH_FP4_X2:
+        if f != interop.packed_format_of(dtype)[0]:
+            raise ValueError(f"{who}: dtype {dtype} holds e2m1 codes, not codes of {f}")
+        return dtype
+    try:
+        g = interop.format_of(dtype)
+    except TypeError:
+        raise TypeError(f"{who}: dtype must be a torch or NumPy dtype, not {dtype!r}") from None
+    if g is None or g.bit_width > 16:
+        raise TypeError(f"{who}: dtype {dtype} does not hold minifloat codes (minifloat.format_of gives None)")
+    if g != f:
+        raise ValueError(f"{who}: dtype {dtype} holds codes of {g}, not of {f}")
+    return dtype
+
+
+def _pack_nibbles(codes, who):
+    """uint8 codes (..., 2k) -> (..., k) bytes, element 2i in the low nibble (torch's and torchao's order)."""
+    if codes.ndim == 0 or codes.shape[-1] % 2:
+        raise ValueError(f"{who}: two e2m1 codes go into each byte of float4_e2m1fn_x2, so the last dimension "
+                         f"must be even, not {codes.shape[-1] if codes.ndim else 'a scalar'}")
+    return np.ascontiguousarray(codes[..., 0::2] | (codes[..., 1::2] << 4))
+
+
+def _unpack_nibbles(packed):
+    """(..., k) bytes -> (..., 2k) uint8 codes: the inverse of _pack_nibbles."""
+    codes = np.empty(packed.shape[:-1] + (2 * packed.shape[-1],), dtype=np.uint8)
+    codes[..., 0::2] = packed & 0x0F
+    codes[..., 1::2] = packed >> 4
+    return codes
+
+
+def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, dtype=None):
     """The codes of x rounded to fmt (sign | exponent | mantissa, as minifloat::encode).
 
-    Codes come in the narrowest integer type that holds fmt.bit_width bits: for torch uint8, int16,
-    int32 or int64 (the bit pattern: torch has no uint16/uint32; a bfloat16 code is then exactly
+    By default codes come in the narrowest integer type that holds fmt.bit_width bits: for torch
+    uint8, int16, int32 or int64 (the bit pattern: a bfloat16 code is then exactly
     tensor.to(torch.bfloat16).view(torch.int16)); for NumPy uint8/16/32/64.
+    dtype=<a dtype holding fmt's values> (torch.float8_e4m3fn for e4m3, ml_dtypes.float6_e2m3fn for
+    e2m3, torch.float4_e2m1fn_x2 for e2m1, two codes a byte along the last dimension, ...), or
+    dtype="native" for the library's own dtype of fmt, returns the same codes as that dtype.
     ValueError when a value has no code (NaN or ±Inf into an all_finite format)."""
+    if _traced(x) and not (isinstance(dtype, str) and dtype == "native"):
+        who = "minifloat.encode"
+        rounding_options(who, rounding, overflow, seed, index, random_bits)
+        return torch.ops.minifloat.encode(x.detach(), _format_name(fmt, who), rounding, overflow,
+                                          _custom_ops.to_signed(seed), _custom_ops.to_signed(index), random_bits, dtype)
+    return _encode(x, fmt, rounding, overflow, seed, index, random_bits, dtype)
+
+
+def _encode(x, fmt, rounding, overflow, seed, index, random_bits, dtype):
     who = "minifloat.encode"
     source = Operand(x, who)
+    if source.codes_format is not None:
+        source = Operand(_decode(x, None, None), who)
     is_double = source.require_float()
     f = as_format(fmt, who)
     opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
     _core.check_options(f._key, opts, is_double)
+    target_dtype = _code_dtype(dtype, f, source.is_torch, who)
     nbytes = code_bytes(f.bit_width)
     src = source.contiguous()
     codes = np.empty(src.shape, dtype=_NUMPY_CODES[nbytes])
+    if target_dtype is not None and target_dtype == interop.TORCH_FP4_X2:
+        _pack_nibbles(codes, who)  # the shape check, before any work
     first_bad = _core.encode(address(src), address(codes), src.size, is_double, nbytes, f._key, opts, threads())
     if first_bad < src.size:
         raise ValueError(f"{who}: the value at flat index {first_bad} ({src.reshape(-1)[first_bad]}) has no code in {f}")
-    return torch.from_numpy(codes.view(_TORCH_CODES[nbytes])) if source.is_torch else codes
+    if target_dtype is None:
+        return torch.from_numpy(codes.view(_TORCH_CODES[nbytes])) if source.is_torch else codes
+    if not source.is_torch:
+        return codes.view(target_dtype)
+    if target_dtype == interop.TORCH_FP4_X2:
+        return torch.from_numpy(_pack_nibbles(codes, who)).view(target_dtype)
+    return torch.from_numpy(codes.view(_TORCH_CODES[nbytes])).view(target_dtype)
 
 
 def _is_double(dtype, who):
@@ -188,18 +288,35 @@ def _is_double(dtype, who):
     raise TypeError(f"{who}: dtype must be float32 or float64, not {dtype}")
 
 
-def decode(codes, fmt, dtype=None):
-    """The values of integer codes in fmt, as float32 (default) or float64; bits above the format's
-    width are ignored. torch dtypes for torch codes, NumPy dtypes for arrays."""
+def decode(codes, fmt=None, dtype=None):
+    """The values of codes in fmt, as float32 (default) or float64.
+
+    codes: integer codes (bits above the format's width are ignored), or a tensor/array of a dtype
+    that holds a format's codes (torch.float8_e4m3fn, torch.float4_e2m1fn_x2, ml_dtypes'
+    types, bfloat16, float16: minifloat.format_of), whose format is then the default for fmt.
+    torch dtypes for torch codes, NumPy dtypes for arrays."""
+    if _traced(codes):
+        return torch.ops.minifloat.decode(codes, None if fmt is None else _format_name(fmt, "minifloat.decode"),
+                                          torch.float32 if dtype is None else dtype)
+    return _decode(codes, fmt, dtype)
+
+
+def _decode(codes, fmt, dtype):
     who = "minifloat.decode"
     source = Operand(codes, who, "codes")
     source.require_integer()
-    f = as_format(fmt, who)
+    if fmt is None and source.codes_format is None:
+        raise TypeError(f"{who}: fmt is needed for integer codes")
+    f = source.codes_format if fmt is None else as_format(fmt, who)
+    if source.codes_format is not None and f != source.codes_format:
+        raise ValueError(f"{who}: codes of dtype {source.dtype_name()} are codes of {source.codes_format}, not of {f}")
     is_double = _is_double(dtype, who)
     problem = _core.conversion_problem(f._key, is_double)
     if problem:
         raise ValueError(f"{who}: {problem}")
     src = source.contiguous()
+    if source.codes_per_byte == 2:
+        src = _unpack_nibbles(src)
     values = np.empty(src.shape, dtype=np.float64 if is_double else np.float32)
     _core.decode(address(src), src.itemsize, address(values), src.size, is_double, f._key, threads())
     return source.wrap(values)
@@ -288,6 +405,11 @@ def gecko_decompress_exponents(buffer, count, variant="faithful"):
     source, raw = _bytes(buffer, who)
     count = check_index(count, who, "count")
     v = _variant(variant, who)
+    # Each group of 8 exponents takes at least 4 bits in either variant (docs/gecko.md), so a larger
+    # count is a truncated buffer: said before the output is allocated.
+    if count > 16 * raw.size + 8:
+        raise ValueError(f"{who}: {raw.size} bytes cannot hold {count} exponents (the buffer is truncated or count "
+                         "is wrong)")
     exponents = np.empty(count, dtype=np.uint8)
     _core.gecko_decode_exponents(address(raw), raw.size, count, v, address(exponents))
     return source.wrap(exponents)
@@ -321,3 +443,6 @@ def gecko_decompress(buffer, shape=None):
     values = np.empty(count, dtype=np.float32)
     _core.gecko_decode_tensor(address(raw), raw.size, address(values), count)
     return source.wrap(values if shape is None else values.reshape(shape))
+
+
+from . import _custom_ops  # noqa: E402  (registers the operators, which call the functions above)

@@ -1,0 +1,118 @@
+"""minifloat's operations as torch custom operators: torch.compile(fullgraph=True) of functions
+that call them compiles without a graph break and gives eager's bits; torch.export of a model
+with a rounding op runs; the fake implementations give the right shapes and dtypes and refuse
+the arguments eager refuses."""
+
+import pytest
+import torch
+from torch import nn
+
+import minifloat as mf
+
+
+def same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+def compiled(fn, backend="aot_eager"):
+    torch._dynamo.reset()
+    return torch.compile(fn, fullgraph=True, backend=backend)
+
+
+@pytest.mark.parametrize("rounding", ["nearest_even", "stochastic", "toward_zero"])
+def test_quantize_compiles_without_a_graph_break_and_gives_eagers_bits(rounding):
+    def fn(x):
+        y = mf.quantize(x * 2, mf.e4m3, rounding=rounding, overflow="saturate", seed=2**64 - 3, index=5)
+        return mf.quantize(y + 1, "bf16") * 3
+
+    x = torch.randn(4096)
+    assert same_bits(compiled(fn)(x), fn(x))
+
+
+def test_quantize_with_a_format_name_and_stats_inside_a_compiled_graph():
+    def fn(x):
+        return torch.ops.minifloat.quantize_with_stats(x, "e5m2", "nearest_even", "infinity", 0, 0, 0)
+
+    x = torch.randn(1000) * 1e5
+    y, counts = compiled(fn)(x)
+    expected, stats = mf.quantize(x, "e5m2", stats=True)
+    assert same_bits(y, expected) and counts.tolist() == list(stats)
+
+
+def test_encode_decode_and_in_place_rounding_compile():
+    def fn(x):
+        codes = mf.encode(x, mf.e4m3, overflow="saturate", dtype=torch.float8_e4m3fn)
+        back = mf.decode(codes)
+        z = x.clone()
+        mf.quantize_(z, mf.binary16)
+        return codes, back, z
+
+    x = torch.randn(2048) * 100
+    got, want = compiled(fn)(x), fn(x)
+    for a, b in zip(got, want):
+        assert same_bits(a, b)
+
+
+def test_quantize_ste_gradients_match_eager_under_compile():
+    def fn(x):
+        return (mf.quantize_ste(x, mf.e4m3, grad_format=mf.e5m2, grad_rounding="stochastic", grad_seed=9) ** 2).sum()
+
+    x1 = torch.randn(512, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    fn(x1).backward()
+    compiled(fn)(x2).backward()
+    assert same_bits(x1.grad, x2.grad)
+
+
+def test_inductor_compiles_a_function_with_a_rounding_op():
+    def fn(x):
+        return torch.relu(mf.quantize(torch.sin(x), mf.e2m1, overflow="saturate")) + 1
+
+    x = torch.randn(333)
+    assert same_bits(compiled(fn, backend="inductor")(x), fn(x))
+
+
+class Rounded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 8)
+
+    def forward(self, x):
+        w = mf.quantize_ste(self.linear.weight, mf.e4m3, overflow="saturate")
+        return nn.functional.linear(mf.quantize(x, mf.bfloat16), w, self.linear.bias)
+
+
+def test_torch_export_of_a_model_with_rounding_ops_runs_and_matches_eager():
+    torch.manual_seed(0)
+    model = Rounded().eval()
+    x = torch.randn(4, 16)
+    exported = torch.export.export(model, (x,))
+    targets = {str(n.target) for n in exported.graph.nodes if n.op == "call_function"}
+    assert any("minifloat.quantize" in t for t in targets)
+    assert same_bits(exported.module()(x), model(x))
+
+
+def test_fake_implementations_give_shapes_and_dtypes_and_check_arguments():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(3, 8)
+        assert mf.quantize(x, mf.e4m3).shape == (3, 8)
+        assert mf.encode(x, mf.e4m3).dtype == torch.uint8
+        assert mf.encode(x, mf.bfloat16).dtype == torch.int16
+        assert mf.encode(x, mf.e2m1, dtype=torch.float4_e2m1fn_x2).shape == (3, 4)
+        assert mf.decode(torch.empty(3, 8, dtype=torch.uint8), mf.e4m3, dtype=torch.float64).dtype == torch.float64
+        with pytest.raises(ValueError, match="rounding"):
+            mf.quantize(x, mf.e4m3, rounding="sideways")
+        with pytest.raises(ValueError):
+            torch.ops.minifloat.quantize(x, "e4m3", "stochastic", "infinity", 0, 0, 99)
+    meta = torch.empty(5, device="meta")
+    assert mf.quantize(meta, "e5m2").device.type == "meta"
+
+
+def test_compiled_call_refuses_a_bad_argument_while_tracing():
+    def fn(x):
+        return mf.quantize(x, "e4m3", random_bits=40, rounding="stochastic")
+
+    with pytest.raises(Exception, match="random_bits"):
+        compiled(fn)(torch.randn(8))
