@@ -37,6 +37,9 @@ void check(cudaError_t e, const char* who) {
                              cudaGetErrorString(e));
 }
 
+/// Elements a thread loads per pass of the deterministic modes (round_each).
+constexpr unsigned elements_per_thread = 4;
+
 /// Source words drawn per ARS block: four 32-bit draws for float, two 64-bit ones for double.
 template <class S>
 constexpr unsigned draws_per_block = sizeof(S) == 4 ? 4 : 2;
@@ -50,26 +53,40 @@ __device__ typename source_layout<S>::bits block_word(const detail::block128& b,
 
 /// Calls visit(i, u, rounded) for each element i < n this thread owns in a grid-stride loop: u is
 /// the source bits of element i (in[i] converted to S, exactly), rounded its bits after rounding
-/// by r with element index r.first_index() + i. Works units: one element each, or for stochastic
-/// rounding the elements of one ARS block.
+/// by r with element index r.first_index() + i. A thread takes units (work_units): for stochastic
+/// rounding the elements of one ARS block, else elements_per_thread elements a block apart.
 template <bool Stochastic, class T, class S, class Visit>
 __device__ void round_each(const T* in, std::size_t n, const rounder<S>& r, Visit& visit) {
   using bits = typename source_layout<S>::bits;
-  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
-  const std::size_t thread = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const rounding_plan<S>& p = r.plan();
   const std::uint64_t first = r.first_index();
   if constexpr (!Stochastic) {
-    for (std::size_t i = thread; i < n; i += stride) {
-      const bits u = std::bit_cast<bits>(static_cast<S>(in[i]));
-      visit(i, u, detail::round_one(p, u, r.rng(), first + i));
+    // Each pass loads elements_per_thread values (a block's worth apart, so every load of a warp
+    // is coalesced) before rounding and storing any: independent loads in flight, as a streaming
+    // copy has. A loop that stored between loads could not overlap them, since out may be in.
+    constexpr unsigned U = elements_per_thread;
+    const std::size_t block_span = std::size_t{blockDim.x} * U;
+    for (std::size_t base = std::size_t{blockIdx.x} * block_span + threadIdx.x; base < n;
+         base += std::size_t{gridDim.x} * block_span) {
+      bits u[U];
+#pragma unroll
+      for (unsigned j = 0; j < U; ++j) {
+        const std::size_t i = base + std::size_t{j} * blockDim.x;
+        u[j] = i < n ? std::bit_cast<bits>(static_cast<S>(in[i])) : bits{0};
+      }
+#pragma unroll
+      for (unsigned j = 0; j < U; ++j) {
+        const std::size_t i = base + std::size_t{j} * blockDim.x;
+        if (i < n) visit(i, u[j], detail::round_one(p, u[j], r.rng(), first + i));
+      }
     }
   } else {
     constexpr unsigned G = draws_per_block<S>;
     constexpr std::uint64_t domain = sizeof(S) == 4 ? detail::domain_bits32 : detail::domain_bits64;
     const std::uint64_t head = first % G;  // indices of the first block before element 0
     const std::size_t units = (head + n + G - 1) / G;
-    for (std::size_t k = thread; k < units; k += stride) {
+    const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+    for (std::size_t k = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; k < units; k += stride) {
       const std::uint64_t start = first - head + k * G;  // element index of the block's word 0, mod 2^64
       const detail::block128 b = r.rng().block(start / G, domain);
 #pragma unroll
@@ -123,6 +140,14 @@ __global__ void decode_kernel(const C* in, T* out, std::size_t n, const format f
   const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
   for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride)
     out[i] = static_cast<T>(std::bit_cast<S>(detail::bits_of_code<S>(f, static_cast<std::uint64_t>(in[i]))));
+}
+
+/// What round_each hands one thread at a time: ARS blocks (stochastic) or elements_per_thread elements.
+template <class S>
+std::size_t work_units(std::size_t n, const rounder<S>& r) {
+  if (r.plan().mode != rounding::stochastic) return (n + elements_per_thread - 1) / elements_per_thread;
+  constexpr unsigned G = draws_per_block<S>;
+  return (r.first_index() % G + n + G - 1) / G;
 }
 
 struct grid {
@@ -185,7 +210,7 @@ void quantize_with(const T* in, T* out, std::size_t n, const rounder<S>& r, cons
                    rounding_stats* stats) {
   const char* who = "quantize";
   const bool stochastic = r.plan().mode == rounding::stochastic;
-  const std::size_t units = stochastic ? (r.first_index() % draws_per_block<S> + n + draws_per_block<S> - 1) / draws_per_block<S> : n;
+  const std::size_t units = work_units(n, r);
   const grid g = grid_for(units, l, who);
   if (stats == nullptr) {
     if (stochastic) quantize_kernel<true, false><<<g.blocks, g.threads, 0, g.stream>>>(in, out, n, r, nullptr);
@@ -205,7 +230,7 @@ template <class T, class S, class C>
 std::size_t encode_with(const T* in, C* out, std::size_t n, const rounder<S>& r, const launch_config& l) {
   const char* who = "encode";
   const bool stochastic = r.plan().mode == rounding::stochastic;
-  const std::size_t units = stochastic ? (r.first_index() % draws_per_block<S> + n + draws_per_block<S> - 1) / draws_per_block<S> : n;
+  const std::size_t units = work_units(n, r);
   const grid g = grid_for(units, l, who);
   if (r.plan().fmt.encoding != specials::all_finite) {  // every rounded value has a code
     if (stochastic) encode_kernel<true><<<g.blocks, g.threads, 0, g.stream>>>(in, out, n, r, nullptr);
