@@ -1,13 +1,17 @@
 """torch.optim optimizers whose weights live only in the library's storage — split storage (the
-visible low-precision codes plus k packed extra mantissa bits, minifloat/storage/split.hpp) or
-low-precision codes alone (low_tensor.hpp) — with no fp32 master copy, stepped by the C++
-optimizers of minifloat/storage/optimizers.hpp (docs/no-master-weights.md, docs/python.md).
+visible low-precision codes plus k packed extra mantissa bits, minifloat/storage/split.hpp),
+low-precision codes alone (low_tensor.hpp) or an OCP MX block-scaled tensor alone
+(low_block_tensor.hpp) — with no fp32 master copy, stepped by the C++ optimizers of
+minifloat/storage/optimizers.hpp (docs/no-master-weights.md, docs/python.md). A step checks every
+parameter before it changes any: all or nothing.
 
 Each parameter tensor keeps the decoded compute copy the model runs on: the restored weights
 (compute="restored", the default: with the lossless split bf16 + 16 the run equals
 torch.optim.SGD / AdamW bit for bit) or the visible low-precision values (compute="visible",
 the paper's forward pass on h). optimizer.storage_bytes() reports what the optimizer holds.
 """
+
+import collections
 
 import numpy as np
 import torch
@@ -80,8 +84,55 @@ class LowStorage:
         return f"LowStorage({self.fmt!r}, rounding={_core.rounding_names[self.rounding]!r})"
 
 
+class BlockStorage:
+    """Weights as an OCP MX block-scaled tensor only (storage::low_block_tensor): element codes
+    of `fmt` (an MX format name: mxfp8-e4m3, mxfp8-e5m2, mxfp6-e3m2, mxfp6-e2m3, mxfp4, mxint8)
+    plus one E8M0 scale per block of 32, re-quantized whole blocks at a time after each update
+    with `rounding` (nearest_even or stochastic), elements saturating. A parameter of two or more
+    dimensions is stored as (shape[0], rest) rows, its blocks along each row (the reduction
+    dimension of a linear layer's (out, in) weight); a vector is one row."""
+
+    def __init__(self, fmt="mxfp8-e4m3", rounding="nearest_even"):
+        who = "minifloat.optim.BlockStorage"
+        name = fmt if isinstance(fmt, str) else str(fmt)
+        if name not in _core.block_storage_names:
+            raise ValueError(f"{who}: fmt {fmt!r} is not one of {', '.join(_core.block_storage_names)} (NVFP4's "
+                             "per-tensor scale needs the whole updated tensor, which a chunked step does not have)")
+        self.fmt = name
+        self.rounding = lookup(rounding, tuple(_core.rounding_names), who, "rounding")
+
+    @staticmethod
+    def _rows(p):
+        return p.shape[0] if p.dim() >= 2 and p.shape[0] > 0 else 1
+
+    def make(self, values, seed, rows=1):
+        return _core.BlockWeights(values.ctypes.data, values.size, self.fmt, rows, self.rounding, seed)
+
+    def describe(self):
+        return {"kind": "block", "format": self.fmt, "rounding": _core.rounding_names[self.rounding]}
+
+    def save(self, weights):
+        elements, scales, size, rows, seed, generation = weights.parts()
+        return {"element_words": _words_tensor(elements), "scales": torch.from_numpy(scales), "size": size,
+                "rows": rows, "seed": seed, "generation": generation}
+
+    def load(self, entry):
+        words = _words_array(entry["element_words"])
+        scales = entry["scales"]
+        if not isinstance(scales, torch.Tensor) or scales.dtype != torch.uint8 or scales.dim() != 1:
+            raise ValueError("minifloat.optim.load_state_dict: stored scales must be a 1-D uint8 tensor")
+        scales = np.ascontiguousarray(scales.detach().cpu().numpy())
+        return _core.BlockWeights.from_parts(self.fmt, entry["rows"], self.rounding, entry["seed"], entry["generation"],
+                                             entry["size"], words.ctypes.data, words.size, scales.ctypes.data,
+                                             scales.size)
+
+    def __repr__(self):
+        return f"BlockStorage({self.fmt!r}, rounding={_core.rounding_names[self.rounding]!r})"
+
+
 def _words_tensor(words):
-    """uint32 words as an int32 tensor (torch 1.13 has no uint32), for torch.save."""
+    """uint32 words as an int32 tensor: every torch operation and torch.save handle int32, and
+    checkpoints written so far hold int32."""
     return torch.from_numpy(words.view(np.int32))
 
 
@@ -105,8 +156,9 @@ class _StoredOptimizer(torch.optim.Optimizer):
     _who = "minifloat.optim"
 
     def __init__(self, params, defaults, storage, compute, seed):
-        if not isinstance(storage, (SplitStorage, LowStorage)):
-            raise TypeError(f"{self._who}: storage must be a SplitStorage or LowStorage, not {type(storage).__name__}")
+        if not isinstance(storage, (SplitStorage, LowStorage, BlockStorage)):
+            raise TypeError(f"{self._who}: storage must be a SplitStorage, LowStorage or BlockStorage, "
+                            f"not {type(storage).__name__}")
         self._storage = storage
         self._compute = lookup(compute, COMPUTE, self._who, "compute")
         self._seed = seed
@@ -126,20 +178,34 @@ class _StoredOptimizer(torch.optim.Optimizer):
             self.state[p]["weights"] = weights
             self._write_compute_copy(p, weights)
 
-    def _store(self, p, i):
+    def _check_parameter(self, p, who):
         if p.device.type != "cpu":
-            raise TypeError(f"{self._who}: a parameter on {p.device.type}; this build keeps weights on the CPU")
+            raise TypeError(f"{who}: a parameter on {p.device.type}; this build keeps weights on the CPU")
         if p.dtype != torch.float32:
-            raise TypeError(f"{self._who}: a parameter of dtype {p.dtype}; split and low storage hold float32 weights")
-        return self._storage.make(np.ascontiguousarray(p.detach().numpy()), _seed_of(self._seed, i))
+            raise TypeError(f"{who}: a parameter of dtype {p.dtype}; the stored weights are float32")
+
+    def _store(self, p, i):
+        self._check_parameter(p, self._who)
+        values = np.ascontiguousarray(p.detach().numpy())
+        if isinstance(self._storage, BlockStorage):
+            return self._storage.make(values, _seed_of(self._seed, i), BlockStorage._rows(p))
+        return self._storage.make(values, _seed_of(self._seed, i))
+
+    def _check_matches(self, p, weights, i, who):
+        """The parameter still is what the stored weights are the weights of: float32 on the CPU,
+        as many values (p.data may have been replaced since, e.g. by pruning or .half())."""
+        self._check_parameter(p, who)
+        if p.numel() != weights.size:
+            raise ValueError(f"{who}: parameter {i} has {p.numel()} values, its stored weights {weights.size} "
+                             "(was p.data replaced? build a new optimizer for the new tensor)")
 
     def _write_compute_copy(self, p, weights):
         fill = weights.restore if self._compute == 0 else weights.visible
         with torch.no_grad():
             if p.is_contiguous():
-                # Straight into the parameter's memory (float32 on the CPU: _store checked): a
-                # temporary of p's size was faulted in page by page on every step, then copied
-                # (24 + 3 of 36 ms of a 16M-weight step, docs/python.md).
+                # Straight into the parameter's memory (a float32 CPU tensor of weights.size values:
+                # checked by every caller): a temporary of p's size was faulted in page by page on
+                # every step, then copied (docs/python.md).
                 fill(p.data_ptr())
                 # Then what p.copy_ did for autograd: one in-place op bumps the version counter p
                 # shares with its views, so a graph that saved p sees the change. x * 1 is x for
@@ -150,29 +216,50 @@ class _StoredOptimizer(torch.optim.Optimizer):
                 fill(copy.ctypes.data)
                 p.copy_(torch.from_numpy(copy).view(p.shape))
 
-    def _gradient(self, p):
+    def _gradient(self, p, i, who):
         g = p.grad
         if g.is_sparse:
-            raise TypeError(f"{self._who}: sparse gradients are not supported")
+            raise TypeError(f"{who}: sparse gradients are not supported")
         if g.dtype != torch.float32 or g.device.type != "cpu":
-            raise TypeError(f"{self._who}: a gradient of dtype {g.dtype} on {g.device.type}; expected float32 on the CPU")
-        return np.ascontiguousarray(g.detach().numpy())
+            raise TypeError(f"{who}: a gradient of dtype {g.dtype} on {g.device.type}; expected float32 on the CPU")
+        if g.numel() != p.numel():
+            raise ValueError(f"{who}: parameter {i} has {p.numel()} values, its gradient {g.numel()}")
+        return np.ascontiguousarray(g.detach().numpy()).reshape(-1)
 
     @torch.no_grad()
     def step(self, closure=None):
+        """One step of every parameter with a gradient, all or nothing: every group's settings,
+        every parameter, gradient and the storability of every update are checked before any
+        weight or state changes, so after an error a retry does not step anything twice."""
         loss = None
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        who = f"{self._who}.step"
         for group in self.param_groups:
             self._check(group)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                grad = self._gradient(p)
-                self._step_one(state, grad, group)
-                self._write_compute_copy(p, state["weights"])
+        params, weights, grads, states, settings = [], [], [], [], []
+        for i, p in enumerate(self._parameters()):
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            self._check_matches(p, state["weights"], i, who)
+            grads.append(self._gradient(p, i, who))
+            params.append(p)
+            weights.append(state["weights"])
+            states.append(state.get("optimizer"))
+        if not params:
+            return loss
+        fresh = [s is None for s in states]
+        states = [self._new_state() if s is None else s for s in states]
+        groups = {id(p): group for group in self.param_groups for p in group["params"]}
+        settings = [self._settings(groups[id(p)]) for p in params]
+        self._steps(weights, [g.ctypes.data for g in grads], [g.size for g in grads], states, settings,
+                    not isinstance(self._storage, SplitStorage))
+        for p, state, new in zip(params, states, fresh):
+            if new:
+                self.state[p]["optimizer"] = state
+            self._write_compute_copy(p, self.state[p]["weights"])
         return loss
 
     def storage_bytes(self):
@@ -187,26 +274,29 @@ class _StoredOptimizer(torch.optim.Optimizer):
     def _parameters(self):
         return [p for group in self.param_groups for p in group["params"]]
 
+    def _entry(self, s):
+        entry = {"weights": self._storage.save(s["weights"])}
+        if "optimizer" in s:
+            entry["optimizer"] = self._save_state(s["optimizer"])
+        return entry
+
     def state_dict(self):
         """torch.optim's layout — {"state": {index: ...}, "param_groups": [...]} — holding the stored
         weights exactly (code words, extra-bit words, seed, generation), the optimizer state and
         the storage description; torch.save writes it."""
         index = {id(p): i for i, p in enumerate(self._parameters())}
-        state = {}
-        for p in self._parameters():
-            s = self.state[p]
-            entry = {"weights": self._storage.save(s["weights"])}
-            if "optimizer" in s:
-                entry["optimizer"] = self._save_state(s["optimizer"])
-            state[index[id(p)]] = entry
+        state = {index[id(p)]: self._entry(self.state[p]) for p in self._parameters()}
         groups = [dict(group, params=[index[id(p)] for p in group["params"]]) for group in self.param_groups]
         return {"state": state, "param_groups": groups, "storage": self._storage.describe()}
 
     def load_state_dict(self, state_dict):
         """Restores what state_dict() saved into an optimizer over the same parameters and storage,
-        and writes the compute copies into the parameters. Everything is checked first: on a
-        ValueError nothing has changed."""
+        and writes the compute copies into the parameters. Everything is checked first (the
+        storage, every group's hyperparameters as the constructor checks them, every parameter
+        and stored tensor): on an error nothing has changed."""
         who = f"{self._who}.load_state_dict"
+        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+            raise ValueError(f"{who}: not a state_dict of this optimizer (no 'state' and 'param_groups')")
         if state_dict.get("storage") != self._storage.describe():
             raise ValueError(f"{who}: the checkpoint's storage {state_dict.get('storage')} is not this optimizer's "
                              f"{self._storage.describe()}")
@@ -214,23 +304,48 @@ class _StoredOptimizer(torch.optim.Optimizer):
         if len(groups) != len(self.param_groups) or any(
                 len(g["params"]) != len(mine["params"]) for g, mine in zip(groups, self.param_groups)):
             raise ValueError(f"{who}: the checkpoint's parameter groups differ from this optimizer's")
+        updated = []
+        for saved, mine in zip(groups, self.param_groups):
+            group = dict(mine)
+            group.update({k: v for k, v in saved.items() if k != "params"})
+            self._check(group)
+            updated.append(group)
         restored = []
         for i, p in enumerate(self._parameters()):
             entry = state_dict["state"].get(i)
             if entry is None:
                 raise ValueError(f"{who}: no stored weights for parameter {i}")
             weights = self._storage.load(entry["weights"])
-            if weights.size != p.numel():
-                raise ValueError(f"{who}: parameter {i} has {p.numel()} values, the checkpoint {weights.size}")
+            self._check_matches(p, weights, i, who)
             optimizer = self._load_state(entry["optimizer"], p.numel(), who) if "optimizer" in entry else None
             restored.append((p, weights, optimizer))
-        for group, saved in zip(self.param_groups, groups):
-            group.update({k: v for k, v in saved.items() if k != "params"})
+        for group, new in zip(self.param_groups, updated):
+            group.update({k: v for k, v in new.items() if k != "params"})
         for p, weights, optimizer in restored:
             self.state[p] = {"weights": weights}
             if optimizer is not None:
                 self.state[p]["optimizer"] = optimizer
             self._write_compute_copy(p, weights)
+
+    # copy.deepcopy and pickle: the C++ weight stores and states travel as their checkpoint
+    # entries (exact), keyed by the parameters, which deepcopy and pickle copy with the groups.
+    def __getstate__(self):
+        state = {p: self._entry(s) for p, s in self.state.items()}
+        return {"defaults": self.defaults, "param_groups": self.param_groups, "stored_state": state,
+                "storage": self._storage, "compute": self._compute, "seed": self._seed, "adopted": self._adopted}
+
+    def __setstate__(self, state):
+        self._storage, self._compute, self._seed = state["storage"], state["compute"], state["seed"]
+        self._adopted = state["adopted"]
+        who = f"{self._who} (unpickling)"
+        stored = {}
+        for p, entry in state["stored_state"].items():
+            s = {"weights": self._storage.load(entry["weights"])}
+            if "optimizer" in entry:
+                s["optimizer"] = self._load_state(entry["optimizer"], s["weights"].size, who)
+            stored[p] = s
+        super().__setstate__({"defaults": state["defaults"], "param_groups": state["param_groups"],
+                              "state": collections.defaultdict(dict, stored)})
 
 
 class SGD(_StoredOptimizer):
@@ -250,6 +365,14 @@ class SGD(_StoredOptimizer):
                         group["maximize"])
 
     @staticmethod
+    def _settings(group):
+        return (group["lr"], group["momentum"], group["dampening"], group["weight_decay"], group["nesterov"],
+                group["maximize"])
+
+    _new_state = staticmethod(_core.SgdState)
+    _steps = staticmethod(_core.sgd_steps)
+
+    @staticmethod
     def _save_state(s):
         return {"momentum_buffer": torch.from_numpy(s.momentum_buffer()), "steps": s.steps}
 
@@ -262,15 +385,6 @@ class SGD(_StoredOptimizer):
         s.set(buffer.ctypes.data, buffer.size, int(entry["steps"]))
         return s
 
-    def _step_one(self, state, grad, group):
-        s = state.setdefault("optimizer", _core.SgdState())
-        _core.sgd_step(state["weights"], grad.ctypes.data, grad.size, s, group["lr"], group["momentum"],
-                       group["dampening"], group["weight_decay"], group["nesterov"], group["maximize"])
-
-
-def _default_first_moment():
-    """The first-moment kernel of the installed PyTorch: scale_add before 2.0, lerp from 2.0."""
-    return "scale_add" if int(torch.__version__.split(".")[0]) < 2 else "lerp"
 
 
 class Adam(_StoredOptimizer):
@@ -283,8 +397,7 @@ class Adam(_StoredOptimizer):
                  maximize=False, storage=None, compute="restored", seed=0, first_moment=None):
         if amsgrad:
             raise ValueError(f"{self._who}: amsgrad is not supported")
-        first = lookup(_default_first_moment() if first_moment is None else first_moment, FIRST_MOMENT, self._who,
-                       "first_moment")
+        first = lookup("lerp" if first_moment is None else first_moment, FIRST_MOMENT, self._who, "first_moment")
         beta1, beta2 = betas
         _core.check_adam(lr, beta1, beta2, eps, weight_decay, self._decoupled, maximize, first)
         defaults = dict(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay, maximize=maximize,
@@ -310,11 +423,12 @@ class Adam(_StoredOptimizer):
         s.set(m.ctypes.data, v.ctypes.data, m.size, int(entry["steps"]))
         return s
 
-    def _step_one(self, state, grad, group):
-        s = state.setdefault("optimizer", _core.AdamState())
-        _core.adam_step(state["weights"], grad.ctypes.data, grad.size, s, group["lr"], group["betas"][0],
-                        group["betas"][1], group["eps"], group["weight_decay"], self._decoupled, group["maximize"],
-                        group["first_moment"])
+    def _settings(self, group):
+        return (group["lr"], group["betas"][0], group["betas"][1], group["eps"], group["weight_decay"],
+                self._decoupled, group["maximize"], group["first_moment"])
+
+    _new_state = staticmethod(_core.AdamState)
+    _steps = staticmethod(_core.adam_steps)
 
 
 class AdamW(Adam):

@@ -1,17 +1,26 @@
 // python/src/storage.cpp — the storage layer for minifloat._core: k-bit packing (bitpack.hpp),
 // Gecko exponent and tensor codecs (gecko.hpp, gecko_tensor.hpp), split and low-precision-only
-// weights (split.hpp, low_tensor.hpp) and the optimizers that step them (optimizers.hpp).
+// weights (split.hpp, low_tensor.hpp), MX block-scaled weights (low_block_tensor.hpp) and the
+// optimizers that step them (optimizers.hpp).
 // A thin layer; see binding.hpp for the conventions.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
+
+#include <minifloat/block.hpp>
 
 #include <minifloat/storage/bitpack.hpp>
 #include <minifloat/storage/gecko.hpp>
 #include <minifloat/storage/gecko_tensor.hpp>
+#include <minifloat/storage/low_block_tensor.hpp>
 #include <minifloat/storage/low_tensor.hpp>
 #include <minifloat/storage/optimizers.hpp>
 #include <minifloat/storage/split.hpp>
@@ -168,6 +177,104 @@ struct low_weights {
   void visible(std::uintptr_t out) const { restore(out); }  // the stored values are the visible ones
 };
 
+/// MX block-scaled storage for one parameter tensor: rows x cols, blocks along each row.
+struct block_weights {
+  ms::low_block_tensor tensor;
+  block_weights(std::uintptr_t values, std::size_t n, const std::string& name, std::size_t rows, int mode,
+                std::uint64_t seed)
+      : tensor(span_at<const float>(values, n), named(name), rows, low_weights::checked_mode(mode), seed) {}
+  explicit block_weights(ms::low_block_tensor t) : tensor(std::move(t)) {}
+  static block_format named(const std::string& name) {
+    const std::optional<block_format> f = find_block_format(name);
+    if (!f) throw std::invalid_argument("minifloat.optim.BlockStorage: no block format named '" + name + "'");
+    return *f;
+  }
+  /// (element words, scale codes, size, rows, seed, generation): what from_parts takes back.
+  py::tuple parts() const {
+    const auto& scales = tensor.scales();
+    py::array_t<std::uint8_t> s(static_cast<py::ssize_t>(scales.size()));
+    if (!scales.empty()) std::memcpy(s.mutable_data(), scales.data(), scales.size());
+    return py::make_tuple(words_of(tensor.elements()), s, tensor.size(), tensor.rows(), tensor.seed(),
+                          tensor.generation());
+  }
+  /// The stored tensor whose parts these are. low_block_tensor has no constructor from codes, so
+  /// the codes are decoded and encoded again (the decoded values of a block give back its scale
+  /// and its codes), the generation counted up to the saved one, and the result compared with
+  /// the saved codes: a checkpoint either comes back exactly or is refused.
+  static block_weights from_parts(const std::string& name, std::size_t rows, int mode, std::uint64_t seed,
+                                  std::uint64_t generation, std::size_t size, std::uintptr_t words, std::size_t nwords,
+                                  std::uintptr_t scales, std::size_t nscales) {
+    const block_format f = named(name);
+    if (rows == 0 || size % rows != 0)
+      throw std::invalid_argument("minifloat.optim.load_state_dict: " + std::to_string(rows) + " rows for " +
+                                  std::to_string(size) + " weights");
+    const block_layout layout{rows, size / rows, 1};
+    const auto saved = ms::packed_block_tensor::from_parts(
+        f, layout, size, span_at<const std::uint32_t>(words, nwords), span_at<const std::uint8_t>(scales, nscales));
+    std::vector<float> values(size);
+    saved.decode(values);
+    ms::low_block_tensor t(values, f, rows, low_weights::checked_mode(mode), seed);
+    for (std::uint64_t g = 0; g < generation; ++g) t.next_generation();
+    const ms::packed_block_tensor again = t.packed();
+    if (!(again.elements() == saved.elements()) ||
+        !std::equal(again.scales().begin(), again.scales().end(), saved.scales().begin(), saved.scales().end()))
+      throw std::invalid_argument("minifloat.optim.load_state_dict: the stored block codes are not codes this "
+                                  "storage writes (another format, or damaged)");
+    return block_weights(std::move(t));
+  }
+  std::size_t nbytes() const { return tensor.bytes(); }
+  void restore(std::uintptr_t out) const { tensor.decode(span_at<float>(out, tensor.size())); }
+  void visible(std::uintptr_t out) const { restore(out); }  // the stored values are the visible ones
+};
+
+/// Gradients of a step refused when one is NaN or infinite (low-precision and block storage: an
+/// infinite gradient would saturate the weight and leave ±Inf in the optimizer state for good).
+void check_finite_gradients(const std::vector<std::span<const float>>& grads, const char* who) {
+  for (std::size_t p = 0; p < grads.size(); ++p)
+    for (std::size_t i = 0; i < grads[p].size(); ++i)
+      if (!std::isfinite(grads[p][i]))
+        throw std::domain_error(std::string(who) + ": the gradient of parameter " + std::to_string(p) + " is " +
+                                (std::isnan(grads[p][i]) ? "NaN" : "infinite") + " at flat index " + std::to_string(i) +
+                                ", which this storage refuses; nothing was changed");
+}
+
+/// One optimizer step over many parameters, all or nothing: every parameter's options, sizes
+/// and storability are checked (optimizers.hpp's step plans) before any parameter is changed,
+/// so an error leaves every weight and every state as it was. Each parameter has its own
+/// options (its parameter group's). One thread per parameter: low_block_tensor's threaded
+/// steps are not used from Python.
+template <class W, class State, class Options>
+void step_all(const std::vector<W*>& weights, const std::vector<std::uintptr_t>& grads,
+              const std::vector<std::size_t>& sizes, const std::vector<State*>& states,
+              const std::vector<Options>& options, bool refuse_non_finite, const char* who) {
+  const std::size_t n = weights.size();
+  if (grads.size() != n || sizes.size() != n || states.size() != n || options.size() != n)
+    throw std::invalid_argument(std::string(who) + ": mismatched argument lists");
+  std::vector<std::span<const float>> g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (weights[i] == nullptr || states[i] == nullptr) throw std::invalid_argument(std::string(who) + ": None given");
+    for (std::size_t j = 0; j < i; ++j)
+      if (weights[j] == weights[i] || states[j] == states[i])
+        throw std::invalid_argument(std::string(who) + ": a weight store or state given twice");
+    options[i].validate();
+    ms::detail::check(*states[i], weights[i]->tensor.size(), sizes[i], who);
+    g[i] = span_at<const float>(grads[i], sizes[i]);
+  }
+  using plan = ms::detail::step_plan<decltype(weights[0]->tensor), State,
+                                     decltype(ms::detail::next_factors(std::declval<const State&>(), options[0]))>;
+  py::gil_scoped_release unlocked;
+  if (refuse_non_finite) check_finite_gradients(g, who);
+  std::vector<plan> plans;
+  plans.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    plans.push_back({weights[i]->tensor, g[i], *states[i], ms::detail::next_factors(*states[i], options[i]), {1}});
+  for (const plan& p : plans) p.check(who);
+  for (plan& p : plans) p.commit();
+}
+
+using sgd_tuple = std::tuple<double, double, double, double, bool, bool>;
+using adam_tuple = std::tuple<double, double, double, double, double, bool, bool, int>;
+
 py::array_t<float> copy_of(const std::vector<float>& v) {
   py::array_t<float> a(static_cast<py::ssize_t>(v.size()));
   if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(float));
@@ -212,6 +319,27 @@ void bind_steps(py::module_& m) {
     const auto o = adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first_moment);
     py::gil_scoped_release unlocked;
     ms::adam_step(w.tensor, span_at<const float>(grads, n), s, o);
+  });
+}
+
+/// sgd_steps / adam_steps on a list of one kind of weight store (see step_all).
+template <class W>
+void bind_multi_steps(py::module_& m) {
+  m.def("sgd_steps", [](const std::vector<W*>& weights, const std::vector<std::uintptr_t>& grads,
+                        const std::vector<std::size_t>& sizes, const std::vector<ms::sgd_state*>& states,
+                        const std::vector<sgd_tuple>& settings, bool refuse_non_finite) {
+    std::vector<ms::sgd_options> o;
+    for (const auto& [lr, momentum, dampening, weight_decay, nesterov, maximize] : settings)
+      o.push_back(sgd_opts(lr, momentum, dampening, weight_decay, nesterov, maximize));
+    step_all(weights, grads, sizes, states, o, refuse_non_finite, "minifloat::storage::sgd_step");
+  });
+  m.def("adam_steps", [](const std::vector<W*>& weights, const std::vector<std::uintptr_t>& grads,
+                         const std::vector<std::size_t>& sizes, const std::vector<ms::adam_state*>& states,
+                         const std::vector<adam_tuple>& settings, bool refuse_non_finite) {
+    std::vector<ms::adam_options> o;
+    for (const auto& [lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first] : settings)
+      o.push_back(adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first));
+    step_all(weights, grads, sizes, states, o, refuse_non_finite, "minifloat::storage::adam_step");
   });
 }
 
@@ -290,8 +418,20 @@ void bind_storage(py::module_& m) {
                          bool maximize, int first_moment) {
     adam_opts(lr, beta1, beta2, eps, weight_decay, decoupled, maximize, first_moment).validate();
   });
+  bind_weights<block_weights>(
+      m, "BlockWeights", py::init<std::uintptr_t, std::size_t, const std::string&, std::size_t, int, std::uint64_t>());
+  m.attr("block_storage_names") = [] {
+    std::vector<std::string> names;
+    for (const auto& [name, f] : named_block_formats)
+      if (f.scaling == block_scaling::e8m0) names.emplace_back(name);  // NVFP4's tensor scale: see low_block_tensor.hpp
+    return names;
+  }();
   bind_steps<split_weights>(m);
   bind_steps<low_weights>(m);
+  bind_steps<block_weights>(m);
+  bind_multi_steps<split_weights>(m);
+  bind_multi_steps<low_weights>(m);
+  bind_multi_steps<block_weights>(m);
   // fp32 steps (the reference the tests compare the stored steps with)
   m.def("sgd_step_fp32", [](std::uintptr_t params, std::uintptr_t grads, std::size_t n, ms::sgd_state& s, double lr,
                             double momentum, double dampening, double weight_decay, bool nesterov, bool maximize) {
