@@ -13,9 +13,10 @@ def fresh():
 
 CASES = [
     # (call, exception, message)
-    (lambda x: mf.quantize(x.to(torch.float16), mf.e4m3), TypeError, "float16"),
+    (lambda x: mf.quantize_(x.to(torch.float16), mf.e4m3), TypeError, "float16"),
     (lambda x: mf.quantize(x.to(torch.int32), mf.e4m3), TypeError, "int32"),
-    (lambda x: mf.quantize(x.to(torch.bfloat16), mf.e4m3), TypeError, "bfloat16"),
+    (lambda x: mf.quantize_(x.to(torch.bfloat16), mf.e4m3), TypeError, "bfloat16"),
+    (lambda x: mf.quantize(x.to(torch.complex64), mf.e4m3), TypeError, "complex64"),
     (lambda x: mf.quantize(x.tolist(), mf.e4m3), TypeError, "list"),
     (lambda x: mf.quantize(x, "fp8"), ValueError, "fp8"),
     (lambda x: mf.quantize(x, 8), TypeError, "fmt"),
@@ -96,3 +97,12 @@ def test_writing_into_an_expanded_tensor_is_refused():
     with pytest.raises(ValueError, match="share memory"):
         mf.quantize(torch.randn(4, 10), mf.e4m3, out=torch.zeros(1, 10).expand(4, 10))
     assert mf.quantize(wide, mf.e4m3).shape == (4, 10)  # reading one is fine
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float8_e5m2])
+def test_low_precision_input_is_read_exactly_and_rounded_to_a_float32_result(dtype):
+    x = fresh().to(dtype)
+    before = x.clone()
+    y = mf.quantize(x, mf.e4m3)
+    assert y.dtype == torch.float32 and torch.equal(y, mf.quantize(x.float(), mf.e4m3))
+    assert torch.equal(x.view(torch.uint8), before.view(torch.uint8))
