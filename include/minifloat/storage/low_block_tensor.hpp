@@ -88,8 +88,10 @@ class low_block_tensor {
     if (out.empty()) return;
     const std::size_t first = block_start(start), end = block_end(start + out.size() - 1);
     std::vector<std::uint32_t> codes(end - first);
-    if (first % 32 == 0)  // the fields from a word's start: the unpacking kernels
-      unpack(elements_.words_from(first), elements_.bits(), codes.size(), codes);
+    if (first % 32 == 0)  // the fields from a word's start: the unpacking kernels, given just their
+      // words (they read ahead as far as their span reaches, and another thread may be writing
+      // the words after them)
+      unpack(elements_.words_of(first, codes.size()), elements_.bits(), codes.size(), codes);
     else
       for (std::size_t i = first; i < end; ++i) codes[i - first] = elements_.get(i);
     std::vector<float> values(end - first);
