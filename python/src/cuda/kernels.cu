@@ -1,7 +1,7 @@
 // python/src/cuda/kernels.cu — quantize, encode and decode on the GPU, from the same headers as
 // the CPU paths: every element goes through the core's own per-element functions
-// (detail::round_one, detail::round_bits, detail::count, detail::code_of_rounded,
-// detail::bits_of_code); this file holds only grid-stride loops, counters and launches.
+// (detail::round_bits, detail::count, detail::code_of_rounded, detail::bits_of_code); this file
+// holds only grid-stride loops, the mode dispatch, counters and launches.
 //
 // Stochastic rounding: element i draws counter_rng word (index + i), as on the CPU. One ARS
 // block holds the draws of 4 consecutive float indices (2 double ones), so a thread takes one
@@ -51,6 +51,26 @@ __device__ typename source_layout<S>::bits block_word(const detail::block128& b,
   else return w == 0 ? b.low() : b.high();
 }
 
+/// detail::round_one without its stochastic case, whose draws round_each makes once per ARS
+/// block: the core's round_bits for the plan's deterministic mode. Keeps the generator's code out
+/// of the deterministic kernels (their loop holds elements_per_thread copies of this).
+template <class S>
+__device__ typename source_layout<S>::bits round_deterministic(const rounding_plan<S>& p,
+                                                               typename source_layout<S>::bits u) {
+  using bits = typename source_layout<S>::bits;
+  using detail::lane_path;
+  switch (p.mode) {
+    case rounding::nearest_even: return detail::round_bits<rounding::nearest_even, lane_path::any>(p, u, bits{});
+    case rounding::nearest_away: return detail::round_bits<rounding::nearest_away, lane_path::any>(p, u, bits{});
+    case rounding::toward_zero: return detail::round_bits<rounding::toward_zero, lane_path::any>(p, u, bits{});
+    case rounding::toward_positive: return detail::round_bits<rounding::toward_positive, lane_path::any>(p, u, bits{});
+    case rounding::toward_negative: return detail::round_bits<rounding::toward_negative, lane_path::any>(p, u, bits{});
+    case rounding::to_odd: return detail::round_bits<rounding::to_odd, lane_path::any>(p, u, bits{});
+    case rounding::stochastic: break;  // never here: round_each's stochastic branch
+  }
+  return u;
+}
+
 /// Calls visit(i, u, rounded) for each element i < n this thread owns in a grid-stride loop: u is
 /// the source bits of element i (in[i] converted to S, exactly), rounded its bits after rounding
 /// by r with element index r.first_index() + i. A thread takes units (work_units): for stochastic
@@ -77,7 +97,7 @@ __device__ void round_each(const T* in, std::size_t n, const rounder<S>& r, Visi
 #pragma unroll
       for (unsigned j = 0; j < U; ++j) {
         const std::size_t i = base + std::size_t{j} * blockDim.x;
-        if (i < n) visit(i, u[j], detail::round_one(p, u[j], r.rng(), first + i));
+        if (i < n) visit(i, u[j], round_deterministic(p, u[j]));
       }
     }
   } else {
