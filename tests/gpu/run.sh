@@ -71,6 +71,9 @@ if command -v "$python" >/dev/null; then
   "$python" -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
     || missing+=("Python.h (python3-dev)")
 fi
+if command -v c++ >/dev/null; then
+  echo '#include <zlib.h>' | c++ -E -x c++ - >/dev/null 2>&1 || missing+=("zlib.h (zlib1g-dev)")
+fi
 if [ ${#missing[@]} -ne 0 ]; then
   echo "missing: ${missing[*]}"
   results+=("prerequisites=MISSING(${missing[*]})")
@@ -86,11 +89,15 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   t0=$(date +%s)
   # Tests, benchmarks and examples off (they need Catch2, MPFR, ...); warnings are not errors here:
   # another compiler version must not stop a run that can be tried once.
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMINIFLOAT_BUILD_PYTHON=ON -DMINIFLOAT_CUDA=ON \
-    -DMINIFLOAT_BUILD_TESTS=OFF -DMINIFLOAT_BUILD_BENCHMARKS=OFF -DMINIFLOAT_BUILD_EXAMPLES=OFF \
-    -DMINIFLOAT_WERROR=OFF -DPython3_EXECUTABLE="$(command -v "$python")"
-  cmake --build "$build" --target minifloat_python minifloat_python_cuda -j "$(nproc)"
-  results+=("build=ok($(( $(date +%s) - t0 ))s)")
+  if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMINIFLOAT_BUILD_PYTHON=ON -DMINIFLOAT_CUDA=ON \
+       -DMINIFLOAT_BUILD_TESTS=OFF -DMINIFLOAT_BUILD_BENCHMARKS=OFF -DMINIFLOAT_BUILD_EXAMPLES=OFF \
+       -DMINIFLOAT_WERROR=OFF -DPython3_EXECUTABLE="$(command -v "$python")" &&
+     cmake --build "$build" --target minifloat_python minifloat_python_cuda -j "$(nproc)"; then
+    results+=("build=ok($(( $(date +%s) - t0 ))s)")
+  else
+    results+=("build=FAILED")
+    exit 1
+  fi
 fi
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
 
@@ -102,7 +109,7 @@ if [ "$dry_run" = 1 ]; then
     tests/cuda/device_rounding.cu -o "$build/device_rounding"
 else
   step kernels "$python" tests/gpu/check_kernels.py
-  step bench "$python" python/bench/bench_cuda.py
+  step bench "$python" python/bench/bench_cuda.py --reps 5
   step device_rounding bash -c "nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Iinclude \
     tests/cuda/device_rounding.cu -o '$build/device_rounding' && '$build/device_rounding'"
 fi
