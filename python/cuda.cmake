@@ -64,7 +64,12 @@ if(MINIFLOAT_CUDA_BUILT)
   # a kernel is launched). OpenMP only because binding.hpp's thread split has its pragma.
   target_link_libraries(minifloat_python_cuda PRIVATE minifloat_cuda_kernels minifloat_project_flags
                         OpenMP::OpenMP_CXX CUDA::cudart_static)
-  install(TARGETS minifloat_python_cuda LIBRARY DESTINATION ${MINIFLOAT_PYTHON_INSTALL_DIR}/minifloat)
+  # Next to _core, in the same install component (python/CMakeLists.txt: pip installs only it).
+  if(SKBUILD)
+    install(TARGETS minifloat_python_cuda LIBRARY DESTINATION minifloat COMPONENT python)
+  else()
+    install(TARGETS minifloat_python_cuda LIBRARY DESTINATION ${MINIFLOAT_PYTHON_INSTALL_DIR}/minifloat COMPONENT python)
+  endif()
 
   if(MINIFLOAT_BUILD_TESTS)
     # Without a GPU (CI): the module was built, and `import minifloat`, `import minifloat._cuda`
