@@ -1,5 +1,6 @@
 """minifloat's operations as torch custom operators (torch.library), so that torch.compile and
-torch.export see one opaque node per call instead of the NumPy code behind it.
+torch.export see one opaque node per call instead of the NumPy code behind it. They take CPU
+tensors and, where the package was built with its CUDA kernels, CUDA tensors (docs/cuda.md).
 
 Each operator's CPU implementation is the eager function of _ops.py (every check and every
 rounding decision stays there and in the C++ headers); its fake implementation gives the output's
@@ -41,7 +42,7 @@ def _result_dtype(x):
     return x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
 
 
-@torch.library.custom_op("minifloat::quantize", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("minifloat::quantize", mutates_args=())
 def quantize(x: torch.Tensor, fmt: str, rounding: str, overflow: str, seed: int, index: int,
              random_bits: int) -> torch.Tensor:
     return _ops._quantize("minifloat.quantize", x, fmt, rounding, overflow, to_unsigned(seed), to_unsigned(index),
@@ -54,7 +55,7 @@ def _(x, fmt, rounding, overflow, seed, index, random_bits):
     return torch.empty_like(x, dtype=_result_dtype(x), memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("minifloat::quantize_with_stats", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("minifloat::quantize_with_stats", mutates_args=())
 def quantize_with_stats(x: torch.Tensor, fmt: str, rounding: str, overflow: str, seed: int, index: int,
                         random_bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(rounded x, int64 tensor of values, overflows, underflows, nans, infinities)."""
@@ -70,7 +71,7 @@ def _(x, fmt, rounding, overflow, seed, index, random_bits):
             x.new_empty(5, dtype=torch.int64))
 
 
-@torch.library.custom_op("minifloat::quantize_", mutates_args=("x",), device_types="cpu")
+@torch.library.custom_op("minifloat::quantize_", mutates_args=("x",))
 def quantize_(x: torch.Tensor, fmt: str, rounding: str, overflow: str, seed: int, index: int,
               random_bits: int) -> None:
     _ops._quantize("minifloat.quantize_", x, fmt, rounding, overflow, to_unsigned(seed), to_unsigned(index),
@@ -85,7 +86,7 @@ def _(x, fmt, rounding, overflow, seed, index, random_bits):
 _CODE_DTYPES = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-@torch.library.custom_op("minifloat::encode", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("minifloat::encode", mutates_args=())
 def encode(x: torch.Tensor, fmt: str, rounding: str, overflow: str, seed: int, index: int, random_bits: int,
            dtype: Optional[torch.dtype]) -> torch.Tensor:
     return _ops._encode(x, fmt, rounding, overflow, to_unsigned(seed), to_unsigned(index), random_bits, dtype)
@@ -106,7 +107,7 @@ def _(x, fmt, rounding, overflow, seed, index, random_bits, dtype):
     return x.new_empty(x.shape, dtype=target)
 
 
-@torch.library.custom_op("minifloat::decode", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("minifloat::decode", mutates_args=())
 def decode(codes: torch.Tensor, fmt: Optional[str], dtype: torch.dtype) -> torch.Tensor:
     return _ops._decode(codes, fmt, dtype)
 
@@ -121,7 +122,7 @@ def _(codes, fmt, dtype):
     return codes.new_empty(shape, dtype=dtype)
 
 
-@torch.library.custom_op("minifloat::quantize_ste", mutates_args=(), device_types="cpu")
+@torch.library.custom_op("minifloat::quantize_ste", mutates_args=())
 def quantize_ste(x: torch.Tensor, fmt: str, rounding: str, overflow: str, seed: int, index: int, random_bits: int,
                  grad_fmt: Optional[str], grad_rounding: str, grad_overflow: str, grad_seed: int, grad_index: int,
                  grad_random_bits: int) -> torch.Tensor:

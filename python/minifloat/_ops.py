@@ -83,7 +83,51 @@ def mark_written(tensor):
         tensor.as_strided_(tensor.size(), tensor.stride(), tensor.storage_offset())
 
 
+def _on_cuda(x):
+    return isinstance(x, torch.Tensor) and x.device.type == "cuda"
+
+
+def _cuda_target(who, x, out, in_place):
+    """Where a CUDA rounding writes: x itself, out, or None for a new tensor; checked like the CPU path's."""
+    target = x if in_place else out
+    if target is None:
+        return None
+    name = "x" if in_place else "out"
+    if not isinstance(target, torch.Tensor) or target.device != x.device:
+        raise TypeError(f"{who}: {name} must be a tensor on {x.device}")
+    if target.dtype != x.dtype or target.shape != x.shape:
+        raise ValueError(f"{who}: {name} has dtype {target.dtype} and shape {tuple(target.shape)}, x has {x.dtype} "
+                         f"and {tuple(x.shape)}")
+    if target.requires_grad and torch.is_grad_enabled():
+        raise ValueError(f"{who}: {name} requires grad; round it under torch.no_grad(), or use minifloat.quantize_ste")
+    if torch._debug_has_internal_overlap(target) != 0:
+        raise ValueError(f"{who}: {name} has elements that share memory; write into a tensor with one location per element")
+    return target
+
+
+def _quantize_cuda(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place):
+    """quantize of a CUDA tensor by the GPU kernels (minifloat._cuda): the same core, the same bits,
+    launched on the current stream with no copy to the host."""
+    from . import _cuda
+    if x.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"{who}: x has dtype {x.dtype}; CUDA tensors must be float32 or float64")
+    f = as_format(fmt, who)
+    opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
+    _core.check_options(f._key, opts, x.dtype == torch.float64)
+    target = _cuda_target(who, x, out, in_place)
+    src = x.detach().contiguous()
+    dst = target.detach() if target is not None and target.is_contiguous() else torch.empty_like(src)
+    counts = _cuda.quantize_into(src, dst, f._key, opts, stats)
+    if target is not None and dst.data_ptr() != target.data_ptr():
+        with torch.no_grad():
+            target.copy_(dst)
+    result = target if target is not None else dst
+    return (result, RoundingStats(*counts)) if stats else result
+
+
 def _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place):
+    if _on_cuda(x):
+        return _quantize_cuda(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, in_place)
     source = Operand(x, who)
     if source.codes_format is not None:  # float8/bfloat16/float16/ml_dtypes values: exactly float32 first
         if in_place:
@@ -179,6 +223,7 @@ def quantize_(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, inde
 
 _TORCH_CODES = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}  # NumPy views that torch takes
 _NUMPY_CODES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_TORCH_CODES_DTYPES = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def code_bytes(bit_width):
@@ -248,6 +293,19 @@ def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0
 
 def _encode(x, fmt, rounding, overflow, seed, index, random_bits, dtype):
     who = "minifloat.encode"
+    if _on_cuda(x) and dtype is None:
+        from . import _cuda
+        if x.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"{who}: x has dtype {x.dtype}; CUDA tensors must be float32 or float64")
+        f = as_format(fmt, who)
+        opts = rounding_options(who, rounding, overflow, seed, index, random_bits)
+        _core.check_options(f._key, opts, x.dtype == torch.float64)
+        src = x.detach().contiguous()
+        codes = torch.empty(src.shape, dtype=_TORCH_CODES_DTYPES[code_bytes(f.bit_width)], device=x.device)
+        first_bad = _cuda.encode_into(src, codes, f._key, opts)
+        if first_bad < src.numel():
+            raise ValueError(f"{who}: the value at flat index {first_bad} has no code in {f}")
+        return codes
     source = Operand(x, who)
     if source.codes_format is not None:
         source = Operand(_decode(x, None, None), who)
@@ -303,6 +361,17 @@ def decode(codes, fmt=None, dtype=None):
 
 def _decode(codes, fmt, dtype):
     who = "minifloat.decode"
+    if _on_cuda(codes) and fmt is not None and codes.dtype in _TORCH_CODES_DTYPES.values():
+        from . import _cuda
+        f = as_format(fmt, who)
+        is_double = _is_double(dtype, who)
+        problem = _core.conversion_problem(f._key, is_double)
+        if problem:
+            raise ValueError(f"{who}: {problem}")
+        src = codes.contiguous()
+        values = torch.empty(src.shape, dtype=torch.float64 if is_double else torch.float32, device=codes.device)
+        _cuda.decode_into(src, values, f._key)
+        return values
     source = Operand(codes, who, "codes")
     source.require_integer()
     if fmt is None and source.codes_format is None:

@@ -109,6 +109,7 @@ if [ "$dry_run" = 1 ]; then
     tests/cuda/device_rounding.cu -o "$build/device_rounding"
 else
   step kernels "$python" tests/gpu/check_kernels.py
+  step dispatch "$python" tests/gpu/check_dispatch.py
   step bench "$python" python/bench/bench_cuda.py --reps 5
   step device_rounding bash -c "nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90 -Iinclude \
     tests/cuda/device_rounding.cu -o '$build/device_rounding' && '$build/device_rounding'"
