@@ -4,8 +4,10 @@
 // headers'; this file only moves indices and raw float buffers across.
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <minifloat/training/bitwave.hpp>
@@ -100,10 +102,53 @@ void bind_containers(py::module_& m) {
         py::gil_scoped_release unlocked;
         c.backward(t, grad);
       })
+      // A forward whose unquantized input is kept with the call rather than in the container:
+      // the forward runs on a copy of tensor t (whose own kept input stays empty, so the copy is
+      // small) and the copy, holding this forward's input and draw, is returned for the matching
+      // backward_kept. Several forwards before one backward (gradient accumulation, a module
+      // called twice) then each get their own input's bitlength gradient. None in evaluation.
+      .def("forward_kept",
+           [](mt::quantum_containers& c, std::size_t t, std::uintptr_t address, std::size_t n,
+              bool training) -> py::object {
+             checked_index(t, c.tensors().size(), "tensor");
+             const auto values = span_at<float>(address, n);
+             if (!training) {
+               py::gil_scoped_release unlocked;
+               c.forward(t, values, false);
+               return py::none();
+             }
+             auto kept = std::make_unique<mt::quantum_tensor>(c.tensors()[t]);
+             {
+               py::gil_scoped_release unlocked;
+               kept->forward(values, true);
+             }
+             return py::cast(std::move(kept));
+           })
+      // The backward of a forward_kept: tensor t's state swapped for the kept one for the call
+      // (the container's own backward, which adds to tensor t's bitlength gradients), then back.
+      .def("backward_kept", [](mt::quantum_containers& c, std::size_t t, mt::quantum_tensor& kept,
+                               std::uintptr_t address, std::size_t n) {
+        checked_index(t, c.tensors().size(), "tensor");
+        if (kept.name() != c.tensors()[t].name())
+          throw std::invalid_argument("backward_kept: the kept forward is of " + kept.name() + ", not of " +
+                                      c.tensors()[t].name());
+        const auto grad = span_at<float>(address, n);
+        py::gil_scoped_release unlocked;
+        std::swap(c.tensors()[t], kept);
+        try {
+          c.backward(t, grad);
+        } catch (...) {
+          std::swap(c.tensors()[t], kept);
+          throw;
+        }
+        std::swap(c.tensors()[t], kept);
+      })
       .def("task_gradient", [](const mt::quantum_containers& c, std::size_t t) {
         const mt::bitlength_gradients& g = c.task_gradient(t);
         return py::make_tuple(g.mantissa, g.exponent);
       });
+
+  py::class_<mt::quantum_tensor>(m, "KeptContainerForward");  // opaque: what backward_kept takes back
 
   py::class_<mt::bitlength_schedule>(m, "BitlengthSchedule")
       .def(py::init<std::size_t, std::size_t>())

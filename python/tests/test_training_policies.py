@@ -128,8 +128,8 @@ def test_every_rounded_tensor_is_representable_in_its_sites_format():
             # input tensor to hook: probe the tensor the site hands on to the backward.
             rounded = pm._round_gradient
 
-            def probe_gradient(site, g, module=sub, rounded=rounded):
-                rounded(site, g)
+            def probe_gradient(site, g, kept=None, module=sub, rounded=rounded):
+                rounded(site, g, kept)
                 if site == module.gy:
                     check(site, g, "infinity")
 

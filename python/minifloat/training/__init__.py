@@ -91,8 +91,7 @@ class _RoundSite(torch.autograd.Function):
             ctx.mark_dirty(x)
         else:
             out = x.detach().contiguous(memory_format=torch.contiguous_format).clone()
-        if forward is not None:
-            owner._round(forward, out)
+        ctx.kept = owner._round(forward, out) if forward is not None else None
         result = x if inplace else out
         owner._note(result, forward, kind, inplace)  # mark_dirty bumps x's version once more
         return result
@@ -102,7 +101,7 @@ class _RoundSite(torch.autograd.Function):
         if ctx.backward_site is None:
             return grad, None, None, None, None, None
         g = grad.contiguous().clone()
-        ctx.owner._round_gradient(ctx.backward_site, g)
+        ctx.owner._round_gradient(ctx.backward_site, g, ctx.kept)
         return g, None, None, None, None, None
 
 
@@ -122,8 +121,7 @@ class _ReluSite(torch.autograd.Function):
             ctx.mark_dirty(x)
         else:
             out = torch.relu(x.detach()).contiguous()
-        if forward is not None:
-            owner._round(forward, out)
+        ctx.kept = owner._round(forward, out) if forward is not None else None
         result = x if inplace else out
         owner._note(result, forward, "activation", inplace)
         ctx.save_for_backward(result)
@@ -132,7 +130,7 @@ class _ReluSite(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        g = ctx.owner._rounded_gradient(ctx.backward_site, grad)
+        g = ctx.owner._rounded_gradient(ctx.backward_site, grad, ctx.kept)
         # ReLU's own backward kernel (zero where out <= 0), much faster than masked_fill_.
         return torch.ops.aten.threshold_backward(g, out, 0), None, None, None, None
 
@@ -196,6 +194,19 @@ class _ParameterSites(nn.Module):
         return _RoundSite.apply(w, self._owner[0], self.p, self.gp, "weight")
 
 
+def _is_instrumented(model: nn.Module) -> bool:
+    """Whether model holds the sites of a PrecisionModel (its module, or the model it was built
+    from, whose parameters carry the P/GP parametrizations)."""
+    for m in model.modules():
+        if isinstance(m, (_ActivationSites, _ParameterSites, MaxPoolSites)):
+            return True
+        if parametrize.is_parametrized(m):
+            for plist in m.parametrizations.values():
+                if any(isinstance(q, _ParameterSites) for q in plist):
+                    return True
+    return False
+
+
 class PrecisionModel:
     """A traced model with a rounding site on every Y, GY, P and GP (see the module comment).
 
@@ -204,10 +215,24 @@ class PrecisionModel:
     promote(step) after the optimizer step."""
 
     def __init__(self, model: nn.Module, example_input: torch.Tensor, candidates: Candidates, seed: int):
-        for m in model.modules():  # in-place activations would modify rounded outputs after the fact
-            if getattr(m, "inplace", False) is True:
-                m.inplace = False
-        self.traced: TracedNetwork = trace(model, example_input)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"minifloat.training.instrument: model must be an nn.Module, not {type(model).__name__}")
+        if _is_instrumented(model):
+            # Its parameters are parametrized already (so a second tracing finds no weight sites)
+            # and the first sites would keep rounding: one model, one PrecisionModel.
+            raise ValueError("minifloat.training.instrument: the model is already instrumented (it holds rounding "
+                             "sites of a PrecisionModel); instrument the original, uninstrumented model once and "
+                             "use that PrecisionModel")
+        # In-place activations would modify rounded outputs after the fact; restored if tracing fails.
+        switched = [m for m in model.modules() if getattr(m, "inplace", False) is True]
+        for m in switched:
+            m.inplace = False
+        try:
+            self.traced: TracedNetwork = trace(model, example_input)
+        except Exception:
+            for m in switched:
+                m.inplace = True
+            raise
         self.graph = _core.TrainingGraph(*candidates.keys(), candidates.gp_stays_high)
         self._op_sites = []  # per operation: (y site, gy site)
         self._param_sites = {}  # qualified parameter name -> (p site, gp site)
@@ -270,28 +295,32 @@ class PrecisionModel:
             raise TypeError(f"minifloat.training: site {self.site(site).name} got a {t.dtype} tensor on "
                             f"{t.device}; the sites round float32 CPU tensors")
 
-    def _round(self, site: int, t: torch.Tensor) -> None:
-        """A forward site (Y or P): the assigned format's rounding, then the site's dynamic container."""
+    def _round(self, site: int, t: torch.Tensor):
+        """A forward site (Y or P): the assigned format's rounding, then the site's dynamic container.
+        Returns what the matching backward site needs from this forward (the container's kept
+        input), or None."""
         self._check(site, t)
         training = self.traced.graph_module.training
         self.graph.apply_site(site, t.data_ptr(), t.numel(), training, threads())
         if self.dynamic is not None:
             if self.dynamic._training != training:
                 self.dynamic.set_training(training)
-            self.dynamic.forward(site, t, training)
+            return self.dynamic.forward(site, t, training)
+        return None
 
-    def _round_gradient(self, site: int, g: torch.Tensor) -> None:
-        """A backward site (GY or GP): the assigned format's rounding, then the container's backward."""
+    def _round_gradient(self, site: int, g: torch.Tensor, kept=None) -> None:
+        """A backward site (GY or GP): the assigned format's rounding, then the container's backward
+        for the forward that returned `kept`."""
         self._check(site, g)
         self.graph.apply_site(site, g.data_ptr(), g.numel(), self.traced.graph_module.training, threads())
         if self.dynamic is not None:
-            self.dynamic.backward(site, g)
+            self.dynamic.backward(site, g, kept)
 
-    def _rounded_gradient(self, site: int | None, grad: torch.Tensor) -> torch.Tensor:
+    def _rounded_gradient(self, site: int | None, grad: torch.Tensor, kept=None) -> torch.Tensor:
         """A contiguous copy of an incoming gradient, rounded at `site` when the op has a GY site."""
         g = grad.contiguous().clone()
         if site is not None:
-            self._round_gradient(site, g)
+            self._round_gradient(site, g, kept)
         return g
 
     def _fuse(self, gm: fx.GraphModule, op, name: str, module: nn.Module) -> None:

@@ -133,23 +133,29 @@ class DynamicContainers:
         self.epoch = 0
 
     # -- the sites' calls ---------------------------------------------------------------------------
-    def forward(self, site, t, training: bool) -> bool:
-        """Quantizes site's output tensor t (contiguous float32 CPU) in place; False when the site
-        has no container."""
+    def forward(self, site, t, training: bool):
+        """Quantizes site's output tensor t (contiguous float32 CPU) in place. Returns what the
+        matching backward() takes: this forward's kept input and draw while training (so that
+        several forwards before one backward each get their own), else None."""
         k = self.forward_of.get(site)
         if k is None:
-            return False
+            return None
         n = t.numel()
-        self._c.forward(k, t.data_ptr(), n, training)
+        kept = self._c.forward_kept(k, t.data_ptr(), n, training)
         if training:
             _, _, _, _, _, km, ke, _ = self._c.tensor(k)
             self.epoch_ledger.record(k, t.data_ptr(), n, km, ke, self._sign_always, self._gecko)
-        return True
+        return kept
 
-    def backward(self, site, g) -> None:
+    def backward(self, site, g, kept=None) -> None:
+        """The container's backward on gradient g (in place) for the forward that returned `kept`."""
         k = self.backward_of.get(site)
-        if k is not None:
-            self._c.backward(k, g.data_ptr(), g.numel())
+        if k is None:
+            return
+        if kept is None:
+            raise RuntimeError(f"minifloat.training: the backward of {self._c.tensor(k)[0]} has no training forward "
+                               "(a forward in evaluation mode keeps no input for the bitlength gradients)")
+        self._c.backward_kept(k, kept, g.data_ptr(), g.numel())
 
     def container_of(self, site):
         """(mantissa bits, full range, emin, emax, exponent bits) in force at a Y / P site, or None."""

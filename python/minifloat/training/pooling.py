@@ -66,8 +66,7 @@ class _MaxPool2dSite(torch.autograd.Function):
         out, indices = torch.nn.functional.max_pool2d(x.detach(), g.kernel, g.stride, g.padding, g.dilation,
                                                       g.ceil_mode, return_indices=True)
         out = out.contiguous()
-        if forward is not None:
-            owner._round(forward, out)
+        ctx.kept = owner._round(forward, out) if forward is not None else None
         owner._note(out, forward, "activation")
         ctx.owner, ctx.backward_site, ctx.geometry = owner, backward, g
         ctx.input_shape, ctx.out_shape = x.shape, out.shape
@@ -82,7 +81,7 @@ class _MaxPool2dSite(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (saved,) = ctx.saved_tensors
-        g = ctx.owner._rounded_gradient(ctx.backward_site, grad)
+        g = ctx.owner._rounded_gradient(ctx.backward_site, grad, ctx.kept)
         geo = ctx.geometry
         if ctx.packed:
             count = 1

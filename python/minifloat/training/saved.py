@@ -12,7 +12,14 @@ its pack hook:
   format's M mantissa bits per value plus Gecko-coded exponents, exact for the same reason (a value
   of fp(E, M) is a float32 with at most M mantissa bits); in mode "fp32" it is kept as it is;
 - anything else (max-pool indices, batch norm's saved mean and inverse deviation, a tensor of a
-  disabled site, a non-contiguous view) is kept as it is, and counted as "other".
+  disabled site, a non-contiguous view) is kept as it is, and counted as "other";
+- a site's output holding a value its format has no code for (a NaN or an infinity in a format
+  without them: a diverging step) is kept as it is, in its category, so the backward runs and
+  the loss scaler skips the step as it does with mode "fp32".
+
+As without the store, a saved tensor changed in place between the forward and the backward is
+refused: unpacking raises torch's RuntimeError ("modified by an inplace operation"), in every
+mode (torch does not check the versions of tensors that saved-tensor hooks hold).
 
 Bytes are counted by the hooks, not computed from bit widths: a stored object adds its bytes
 when packed and subtracts them when autograd frees it, so `peak` is the measured high-water mark
@@ -36,7 +43,8 @@ CATEGORIES = ("activation", "weight", "other")
 
 
 class _Stored:
-    __slots__ = ("tensor", "words", "fmt", "shape", "dtype", "numel", "nbytes", "category", "__weakref__")
+    __slots__ = ("tensor", "words", "fmt", "shape", "dtype", "numel", "nbytes", "category", "source", "version",
+                 "__weakref__")
 
 
 class SavedTensorStore:
@@ -45,8 +53,9 @@ class SavedTensorStore:
             raise ValueError(f"minifloat.training.SavedTensorStore: mode {mode!r} is not one of {', '.join(MODES)}")
         self.mode = mode
         self._notes = {}  # (data_ptr, numel) -> (weakref to the tensor, version, format, category)
-        # (data_ptr, numel, version) -> (weakref to the tensor, weakref to the _Stored holding it).
-        # A hit needs the tensor alive: once it dies its memory may hold another tensor.
+        # (data_ptr, shape, strides, dtype, version) -> (weakref to the tensor, weakref to the
+        # _Stored holding it): the same memory seen the same way (a tensor and its transpose share
+        # a data_ptr). A hit needs the tensor alive: once it dies its memory may hold another tensor.
         self._cache = {}
         self.live = dict.fromkeys(CATEGORIES, 0)
         self.peak = dict.fromkeys(CATEGORIES, 0)
@@ -78,18 +87,23 @@ class SavedTensorStore:
 
     # -- the hooks -------------------------------------------------------------------------------
     def _pack(self, t: torch.Tensor):
-        key = (t.data_ptr(), t.numel(), t._version)
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, t._version)
         hit = self._cache.get(key)
         if hit is not None:
             original, held = hit[0](), hit[1]()
-            if original is not None and held is not None and held.shape == t.shape and held.dtype == t.dtype:
+            if original is not None and held is not None:
                 return held
         s = _Stored()
         s.shape, s.dtype, s.numel = t.shape, t.dtype, t.numel()
+        # What torch checks for the tensors it saves itself: the version at save time, compared
+        # when the backward unpacks it (a weak reference: the store must not keep it alive).
+        s.source, s.version = weakref.ref(t), t._version
         found = self._lookup(t) if (t.dtype == torch.float32 and t.is_contiguous()) else None
         s.category = found[1] if found is not None else "other"
         fp32_bytes = t.numel() * t.element_size()
-        if found is not None and found[0] is not None and self.mode != "fp32":
+        s.fmt, s.words, s.tensor = None, None, t
+        s.nbytes = fp32_bytes
+        if found is not None and found[0] is not None and self.mode != "fp32" and self._codable(t, found[0]):
             s.fmt, s.tensor = found[0], None
             if self.mode == "packed":
                 s.words = pack(encode(t.detach(), s.fmt), s.fmt.bit_width)
@@ -97,15 +111,24 @@ class SavedTensorStore:
                 s.words = gecko_compress(t.detach(), mantissa_bits=s.fmt.mantissa_bits, rounding="toward_zero")
             s.nbytes = s.words.numel()
             self.packed_count += 1
-        else:
-            s.fmt, s.words, s.tensor = None, None, t
-            s.nbytes = fp32_bytes
         self._add(s.category, s.nbytes, fp32_bytes)
         weakref.finalize(s, self._add, s.category, -s.nbytes, -fp32_bytes)
         self._cache[key] = (weakref.ref(t), weakref.ref(s))
         return s
 
+    @staticmethod
+    def _codable(t: torch.Tensor, fmt: Format) -> bool:
+        """Whether fmt has a code for every value of t: a NaN or an infinity that the format lacks
+        (a diverging forward) keeps t as float32 rather than failing inside autograd's pack hook."""
+        return fmt.specials == "ieee" or bool(torch.isfinite(t).all())
+
     def _unpack(self, s: _Stored) -> torch.Tensor:
+        source = s.tensor if s.tensor is not None else s.source()
+        if source is not None and source._version != s.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{source.type()} {list(source.shape)}] is at version {source._version}; expected version "
+                f"{s.version} instead (minifloat.training.SavedTensorStore checks what torch checks without it)")
         if s.tensor is not None:
             return s.tensor
         if self.mode == "gecko":

@@ -116,15 +116,18 @@ def trace(model: nn.Module, example_input: torch.Tensor) -> TracedNetwork:
         gm = model if isinstance(model, fx.GraphModule) else fx.symbolic_trace(model)
     except Exception as e:  # fx raises many kinds of errors for untraceable code
         raise TraceError(f"torch.fx cannot trace {type(model).__name__}: {e}") from e
-    with torch.no_grad():
-        ShapeProp(gm).propagate(example_input)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != 1:  # before shape propagation, which would fail on its own terms
+        raise TraceError(f"the model takes {len(placeholders)} inputs; the network needs exactly one")
+    try:
+        with torch.no_grad():
+            ShapeProp(gm).propagate(example_input)
+    except Exception as e:  # the model's own error on this input, from inside fx's interpreter
+        raise TraceError(f"running {type(model).__name__} on the example input failed: {e}") from e
 
     ops: list[Operation] = []
     producer: dict[fx.Node, int] = {}
     owners: set[int] = set()  # modules whose parameters are already listed (a module called twice)
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(placeholders) != 1:
-        raise TraceError(f"the model takes {len(placeholders)} inputs; the network needs exactly one")
     for node in gm.graph.nodes:
         if node.op in ("output", "get_attr"):
             continue
