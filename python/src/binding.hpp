@@ -130,5 +130,6 @@ void bind_core(py::module_& m);
 void bind_storage(py::module_& m);
 void bind_training(py::module_& m);
 void bind_containers(py::module_& m);
+void bind_blocks(py::module_& m);
 
 }  // namespace minifloat::python
