@@ -293,6 +293,22 @@ TEST_CASE("the cmath overloads: sqrt and fma correctly rounded, the rest rounded
     mpfr_clear(exact);
     REQUIRE(static_cast<double>(sqrt(x)) == want);
   }
+  // 52 and 51 mantissa bits: double's root is already the rounding (52), or decides between two
+  // values with its residual (51); made odd first it was the wrong neighbour for half the roots.
+  CHECK(static_cast<double>(sqrt(fp<11, 52>(3))) == std::sqrt(3.0));
+  int differ = 0;
+  for (int i = 2; i < 2000; ++i) differ += static_cast<double>(sqrt(fp<11, 52>(i))) != std::sqrt(static_cast<double>(i));
+  CHECK(differ == 0);
+  for (int i = 2; i < 2000; ++i) {
+    mpfr_t root;
+    mpfr_init2(root, 200);
+    mpfr_set_si(root, i, MPFR_RNDN);
+    mpfr_sqrt(root, root, MPFR_RNDN);  // a tie at 52 bits would need an exact 53-bit root of an integer: none
+    const double want = mpfr_round_to(fp<11, 51>::fmt, root, rounding::nearest_even);
+    mpfr_clear(root);
+    INFO("sqrt " << i);
+    REQUIRE(static_cast<double>(sqrt(fp<11, 51>(i))) == want);
+  }
   // fma: one rounding of a*b+c (here a*b+c is a tie only a fused operation sees).
   const binary16_t a(1.0 + 0x1p-10), b(1.0 + 0x1p-10), c(-(1.0 + 0x1p-9));
   CHECK(static_cast<double>(fma(a, b, c)) == 0x1p-20);  // a * b + c unfused: 0

@@ -111,13 +111,15 @@ MINIFLOAT_HD constexpr double integer_for_rounding(const format& f, I x, const r
     return negative ? -magnitude : magnitude;
   }
 }
-/// floor(log10(v)) and ceil(log10(v)) for v > 0 finite, by powers of ten: exact below 10^23,
-/// beyond within their rounding (relative 2^-45), which matters only for a v that close to a
-/// power of ten (never a power of two: the nearest, 2^-1022..2^1023 against 10^n, differ by 0.1 %).
+
+/// floor(log10(v)) and ceil(log10(v)) for v > 0 finite, by comparing v with powers of ten made by
+/// repeated multiplication or division: exact for 10^0..10^22, otherwise within 2^-44 relative,
+/// which matters only for a v that close to a power of ten (powers of two never are: the nearest
+/// pair in double's range, 2^485 and 10^146, differ by 0.1 %).
 MINIFLOAT_HD constexpr int floor_log10(double v) {
   int n = 0;
   double p = 1.0;
-  while (p <= 1e307 && p * 10.0 <= v) { p *= 10.0; ++n; }  // 10^308 is the last power below DBL_MAX
+  while (p <= 1e307 && p * 10.0 <= v) { p *= 10.0; ++n; }  // p * 10 stays below DBL_MAX
   while (p > v) { p /= 10.0; --n; }
   return n;
 }

@@ -7,8 +7,9 @@
 //    ldexp/scalbn (up to the one rounding of a result outside the format's range), ilogb, logb,
 //    fmin/fmax, fmod, modf, floor/ceil/trunc/round/nearbyint/rint (the integer rounded once when
 //    the format cannot hold it);
-//  - correctly rounded (one rounding of the exact result): sqrt for M <= 50, fma for M <= 25
-//    (the exact result is made a double by rounding to odd, then rounded once);
+//  - correctly rounded (one rounding of the exact result): sqrt for every M (the double root
+//    with its exact residual made a double that rounds correctly, see nearest_proxy), fma for
+//    M <= 25 (the exact sum made a double by rounding to odd, then rounded once);
 //  - the rest (exp, log, pow, sin, cos, tanh, ...): glibc's double function (documented error
 //    below 1 ulp of double, most are correctly rounded) rounded once to the format: the result is
 //    the correctly rounded one except when the exact value lies within one double ulp
@@ -47,6 +48,23 @@ MINIFLOAT_HD constexpr double as_double(basic_fp<F> x) {
 MINIFLOAT_HD constexpr double odd_double(double s, double residual) {
   if (residual == 0 || (std::bit_cast<std::uint64_t>(s) & 1) != 0) return s;
   return step_double(s, residual > 0);
+}
+/// From s, the nearest double to an exact value, and the sign of (exact - s): a double that F's
+/// one rounding to nearest-even takes to the exact value's correct rounding; s a normal double.
+/// It depends on how many bits F keeps at s (M + 1 in its normal range, fewer below):
+///  - 53: F's values there are the doubles, and s is the rounding;
+///  - 52: s is either one of F's values (even last bit: the exact value lies within a quarter of
+///    F's step of it) or the midpoint between two, and then the residual says which side:
+///    stepping one double toward it lands on F's value on that side;
+///  - 51 or fewer: s made odd with the residual's sign (rounding to odd at two or more bits
+///    beyond the target's, Boldo & Melquiond 2008).
+template <format F>
+MINIFLOAT_HD constexpr double nearest_proxy(double s, double residual) {
+  const int binade = static_cast<int>((std::bit_cast<std::uint64_t>(s) >> 52) & 0x7ff) - 1023;
+  const int kept = F.mantissa_bits + 1 - (F.emin() > binade ? F.emin() - binade : 0);
+  if (kept >= 53 || residual == 0) return s;
+  if (kept == 52) return (std::bit_cast<std::uint64_t>(s) & 1) == 0 ? s : step_double(s, residual > 0);
+  return odd_double(s, residual);
 }
 }  // namespace detail
 
@@ -175,13 +193,14 @@ MINIFLOAT_HD basic_fp<F> modf(basic_fp<F> x, basic_fp<F>* integral_part) {
 }
 
 // --- correctly rounded ---------------------------------------------------------------------------
-/// sqrt: the double square root made odd with its exact residual, then rounded once.
+/// sqrt: the double square root s (correctly rounded) with the sign of its exact residual, as a
+/// double whose one rounding to F is the correctly rounded root (detail::nearest_proxy).
 template <format F>
 MINIFLOAT_HD basic_fp<F> sqrt(basic_fp<F> x) {
   const double v = static_cast<double>(x.value());
   const double s = std::sqrt(v);
   if (!(v > 0) || s == std::numeric_limits<double>::infinity()) return basic_fp<F>(s);  // 0, <0 (NaN), Inf, NaN
-  return basic_fp<F>(detail::odd_double(s, -std::fma(s, s, -v)));  // v - s^2, exact
+  return basic_fp<F>(detail::nearest_proxy<F>(s, -std::fma(s, s, -v)));  // v - s^2, exact
 }
 /// fma: x * y + z rounded once (M <= 25, where x * y is exact in double).
 template <format F>
