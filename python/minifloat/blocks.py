@@ -10,6 +10,7 @@ block size does not divide the length). Stochastic rounding draws the value at r
 index i of the tensor from (seed, index + i), whatever the axis and however the work is split.
 """
 
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -149,7 +150,7 @@ def _geometry(shape, axis, who):
         raise ValueError(f"{who}: axis = {axis} is out of range for {len(shape)} dimension"
                          f"{'s' if len(shape) != 1 else ''}")
     axis %= len(shape)
-    return int(np.prod(shape[:axis], dtype=np.int64)), shape[axis], int(np.prod(shape[axis + 1:], dtype=np.int64)), axis
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), axis
 
 
 def _tensor_scale(tensor_scale, f, who, required=False):
@@ -240,7 +241,7 @@ def _packed_shape(shape):
     shape = tuple(shape) or (1,)
     if shape[-1] % 2 == 0:
         return shape[:-1] + (shape[-1] // 2,)
-    return (-(-int(np.prod(shape, dtype=np.int64)) // 2),)
+    return (-(-math.prod(shape) // 2),)
 
 
 def encode_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="floor", overflow="saturate", seed=0,
@@ -340,7 +341,7 @@ def decode_blocks(codes, fmt, *, axis=-1, shape=None):
                          f"{'bytes of packed 4-bit codes' if f.packed else 'codes'} expected for shape {shape}")
     expected_scales = _scale_shape(shape, ax, f)
     if tuple(scale_codes.array.shape) != expected_scales and not (
-            scale_codes.array.ndim == 1 and scale_codes.array.size == int(np.prod(expected_scales, dtype=np.int64))):
+            scale_codes.array.ndim == 1 and scale_codes.array.size == math.prod(expected_scales)):
         raise ValueError(f"{who}: scales has shape {tuple(scale_codes.array.shape)}; {expected_scales} expected "
                          f"for shape {shape} with blocks along axis {axis}")
     element_bytes = codes.contiguous()
