@@ -128,7 +128,7 @@ TEST_CASE("the bfloat16 rule for zero-exponent floats agrees with MPFR on every 
 }
 
 TEST_CASE("bfloat16 nearest_even codes of every float equal VCVTNEPS2BF16 (subnormal inputs: the exact rule)",
-          "[exhaustive][bf16]") {
+          "[exhaustive][bf16][cpu-oracle]") {
   if (!has_avx512bf16()) {
     WARN("SKIPPED: this CPU has no AVX512-BF16; the bfloat16 exhaustive oracle is unavailable");
     return;
@@ -150,7 +150,7 @@ TEST_CASE("bfloat16 nearest_even codes of every float equal VCVTNEPS2BF16 (subno
   CHECK(n == kAll);
 }
 
-TEST_CASE("quantize to bfloat16 gives the oracle's value for every float", "[exhaustive][bf16]") {
+TEST_CASE("quantize to bfloat16 gives the oracle's value for every float", "[exhaustive][bf16][cpu-oracle]") {
   if (!has_avx512bf16()) {
     WARN("SKIPPED: this CPU has no AVX512-BF16; the bfloat16 exhaustive oracle is unavailable");
     return;

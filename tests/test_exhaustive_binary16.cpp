@@ -127,7 +127,7 @@ constexpr std::uint64_t kAll = ((std::uint64_t{1} << 32) + kStride - 1) / kStrid
 
 }  // namespace
 
-TEST_CASE("binary16 nearest_even codes of every float equal F16C's round-to-nearest-even", "[exhaustive][f16c]") {
+TEST_CASE("binary16 nearest_even codes of every float equal F16C's round-to-nearest-even", "[exhaustive][f16c][cpu-oracle]") {
   if (!has_f16c()) {
     WARN("SKIPPED: this CPU has no F16C (or AVX2); the binary16 exhaustive oracle is unavailable");
     return;
@@ -141,7 +141,7 @@ TEST_CASE("binary16 nearest_even codes of every float equal F16C's round-to-near
 
 // toward_zero codes of every pattern; the values follow through quantize below.
 TEST_CASE("binary16 toward_zero codes equal F16C's round-toward-zero, which never overflows to Inf",
-          "[exhaustive][f16c]") {
+          "[exhaustive][f16c][cpu-oracle]") {
   if (!has_f16c()) {
     WARN("SKIPPED: this CPU has no F16C (or AVX2); the binary16 exhaustive oracle is unavailable");
     return;
@@ -160,7 +160,7 @@ TEST_CASE("binary16 toward_zero codes equal F16C's round-toward-zero, which neve
 }
 
 TEST_CASE("quantize to binary16 gives F16C's value for every float, nearest_even and toward_zero",
-          "[exhaustive][f16c]") {
+          "[exhaustive][f16c][cpu-oracle]") {
   if (!has_f16c()) {
     WARN("SKIPPED: this CPU has no F16C (or AVX2); the binary16 exhaustive oracle is unavailable");
     return;

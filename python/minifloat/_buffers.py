@@ -36,8 +36,12 @@ class Operand:
         self.codes_per_byte = 1
         if isinstance(x, torch.Tensor):
             if x.device.type != "cpu":
-                raise TypeError(f"{who}: {name} is a {x.device.type} tensor; this build of minifloat runs on CPU "
-                                f"tensors only (move it with .cpu())")
+                why = "this function runs on CPU tensors only"
+                if x.device.type == "cuda":
+                    from . import _cuda
+                    why = _cuda.problem() or why
+                raise TypeError(f"{who}: {name} is a {x.device.type} tensor and {why} (move it with .cpu(); "
+                                "docs/cuda.md)")
             if x.layout != torch.strided:
                 raise TypeError(f"{who}: {name} has layout {x.layout}; only dense (strided) tensors are supported")
             self.is_torch = True

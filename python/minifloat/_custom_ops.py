@@ -160,3 +160,37 @@ def _ste_backward(ctx, grad):
 
 
 quantize_ste.register_autograd(_ste_backward, setup_context=_ste_setup)
+
+
+def _block_format(key):
+    from .blocks import BlockFormat
+    e, m, bias, subnormals, specials, block_size, scaling, integer = key
+    return BlockFormat._from_key(((e, m, bias, bool(subnormals), specials), block_size, scaling, bool(integer)))
+
+
+def block_key(f):
+    """A BlockFormat as the flat int list the block operators take."""
+    element, block_size, scaling, integer = f._key
+    return [*element[:3], int(element[3]), element[4], block_size, scaling, int(integer)]
+
+
+@torch.library.custom_op("minifloat::quantize_blocks", mutates_args=())
+def quantize_blocks(x: torch.Tensor, fmt: list[int], axis: int, rounding: str, scale_rule: str, overflow: str,
+                    seed: int, index: int, random_bits: int, tensor_scale: Optional[float]) -> torch.Tensor:
+    from .blocks import quantize_blocks as eager
+    return eager(x, _block_format(fmt), axis=axis, rounding=rounding, scale_rule=scale_rule, overflow=overflow,
+                 seed=to_unsigned(seed), index=to_unsigned(index), random_bits=random_bits, tensor_scale=tensor_scale)
+
+
+@quantize_blocks.register_fake
+def _(x, fmt, axis, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale):
+    from .blocks import SCALE_RULES, _geometry
+    who = "minifloat.quantize"
+    _block_format(fmt)  # the format's own checks
+    if x.dtype != torch.float32:
+        raise TypeError(f"{who}: x has dtype {x.dtype}; block formats take float32")
+    _geometry(tuple(x.shape), axis, who)
+    _ops.rounding_options(who, rounding, overflow, to_unsigned(seed), to_unsigned(index), random_bits)
+    if scale_rule not in SCALE_RULES:
+        raise ValueError(f"{who}: scale_rule={scale_rule!r} is not one of {', '.join(SCALE_RULES)}")
+    return torch.empty_like(x, memory_format=torch.contiguous_format)

@@ -84,7 +84,12 @@ def mark_written(tensor):
 
 
 def _on_cuda(x):
-    return isinstance(x, torch.Tensor) and x.device.type == "cuda"
+    """True for a CUDA tensor that this installation's CUDA kernels can take (built, and a device
+    and driver present); any other non-CPU tensor goes on to the CPU path's TypeError."""
+    if not (isinstance(x, torch.Tensor) and x.device.type == "cuda"):
+        return False
+    from . import _cuda
+    return _cuda.is_available()
 
 
 def _cuda_target(who, x, out, in_place):
@@ -187,18 +192,46 @@ def _format_name(fmt, who):
     raise TypeError(f"{who}: fmt must be a minifloat.Format or a format name, not {type(fmt).__name__}")
 
 
-def quantize(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, out=None,
-             stats=False):
+def _block_format_of(fmt):
+    """The BlockFormat fmt names (a BlockFormat, or a name of minifloat.blocks.NAMED_BLOCKS), else None."""
+    if isinstance(fmt, _blocks.BlockFormat):
+        return fmt
+    if isinstance(fmt, str):
+        return _blocks.NAMED_BLOCKS.get(fmt, _blocks.NAMED_BLOCKS.get(fmt.replace("_", "-")))
+    return None
+
+
+def quantize(x, fmt, rounding="nearest_even", overflow=None, seed=0, index=0, random_bits=0, out=None, stats=False,
+             *, axis=-1, scale_rule="floor", tensor_scale=None):
     """x rounded to fmt, as a new tensor/array of x's kind, dtype and shape (or written to `out`).
 
     x: a float32 or float64 CPU torch.Tensor or numpy.ndarray, any shape and strides; a tensor or
     array of a low-precision dtype minifloat knows (float8, bfloat16, float16, ml_dtypes' types:
     minifloat.format_of) is read exactly as float32 and gives a float32 result.
-    rounding: nearest_even | nearest_away | toward_zero | stochastic | toward_positive | toward_negative | to_odd; overflow: infinity | saturate.
+    fmt: a Format or format name, or a block format (minifloat.blocks: "mxfp8-e4m3", "mxfp4",
+    "nvfp4", ...), which fake-quantizes float32 x in blocks along `axis` with `scale_rule`
+    (floor | rceil | ceil | even) and NVFP4's `tensor_scale` (minifloat.blocks.quantize_blocks).
+    rounding: nearest_even | nearest_away | toward_zero | stochastic | toward_positive | toward_negative | to_odd;
+    overflow: infinity | saturate (None: infinity for a format, saturate for a block format, as the MX spec).
     Stochastic rounding draws element i (row-major flat index) from (seed, index + i).
-    stats=True returns (result, RoundingStats). Under torch.compile the call is one graph node
-    (torch.ops.minifloat.quantize); `out=` and stats=True there read back through a graph break."""
+    stats=True returns (result, RoundingStats) (BlockStats for a block format). Under torch.compile
+    the call is one graph node (torch.ops.minifloat.quantize / quantize_blocks); `out=` and
+    stats=True there read back through a graph break."""
     who = "minifloat.quantize"
+    block = _block_format_of(fmt)
+    if block is not None:
+        overflow = "saturate" if overflow is None else overflow
+        if _traced(x) and out is None and not stats:
+            rounding_options(who, rounding, overflow, seed, index, random_bits)
+            return torch.ops.minifloat.quantize_blocks(
+                x.detach(), _custom_ops.block_key(block), axis, rounding, scale_rule, overflow,
+                _custom_ops.to_signed(seed), _custom_ops.to_signed(index), random_bits, tensor_scale)
+        return _blocks.quantize_blocks(x, block, axis=axis, rounding=rounding, scale_rule=scale_rule, overflow=overflow,
+                                       seed=seed, index=index, random_bits=random_bits, tensor_scale=tensor_scale,
+                                       stats=stats, out=out)
+    if (axis, scale_rule, tensor_scale) != (-1, "floor", None):
+        raise ValueError(f"{who}: axis, scale_rule and tensor_scale are for block formats; {fmt!r} is not one")
+    overflow = "infinity" if overflow is None else overflow
     if _traced(x) and out is None:
         rounding_options(who, rounding, overflow, seed, index, random_bits)  # the plain-Python checks
         args = (x.detach(), _format_name(fmt, who), rounding, overflow, _custom_ops.to_signed(seed),
@@ -515,3 +548,4 @@ def gecko_decompress(buffer, shape=None):
 
 
 from . import _custom_ops  # noqa: E402  (registers the operators, which call the functions above)
+from . import blocks as _blocks  # noqa: E402  (blocks.py builds on the functions above)

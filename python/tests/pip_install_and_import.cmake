@@ -17,4 +17,4 @@ run("installing torch and numpy" ${pip} install -c ${SOURCE_DIR}/requirements-de
 run("pip install of the source tree" ${pip} install -c ${SOURCE_DIR}/requirements-dev.txt ${SOURCE_DIR}
     -Ccmake.define.MINIFLOAT_CUDA=OFF -Cbuild-dir=${WORK_DIR}/build)
 run("importing the installed package" ${WORK_DIR}/venv/bin/python -c
-    "import importlib.metadata, minifloat, torch; assert minifloat.__file__.startswith('${WORK_DIR}/venv'), minifloat.__file__; assert minifloat.__version__ == importlib.metadata.version('minifloat'); print(minifloat.__version__, minifloat.quantize(torch.randn(64), 'e4m3')[:4])")
+    "import importlib.metadata, minifloat, torch; assert minifloat.__file__.startswith('${WORK_DIR}/venv'), minifloat.__file__; assert minifloat.__version__ == importlib.metadata.version('minifloat'); print(minifloat.__version__, minifloat.quantize(torch.randn(64), 'mxfp4')[:4])")

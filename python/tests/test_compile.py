@@ -116,3 +116,19 @@ def test_compiled_call_refuses_a_bad_argument_while_tracing():
 
     with pytest.raises(Exception, match="random_bits"):
         compiled(fn)(torch.randn(8))
+
+
+@pytest.mark.parametrize("fmt, rule", [("mxfp4", "floor"), ("mxfp8-e4m3", "rceil"), ("nvfp4", "floor")])
+def test_block_formats_through_quantize_compile_and_match_eager(fmt, rule):
+    def fn(x):
+        return mf.quantize(x * 3, fmt, axis=0, scale_rule=rule, rounding="stochastic", seed=5) - 1
+
+    x = torch.randn(64, 48)
+    assert same_bits(compiled(fn)(x), fn(x))
+    assert same_bits(fn(x), mf.blocks.quantize_blocks(x * 3, fmt, axis=0, scale_rule=rule, rounding="stochastic",
+                                                      seed=5) - 1)
+
+
+def test_quantize_refuses_block_arguments_for_a_scalar_format():
+    with pytest.raises(ValueError, match="block formats"):
+        mf.quantize(torch.ones(4), "e4m3", axis=0)
