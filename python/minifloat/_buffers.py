@@ -108,7 +108,7 @@ class Operand:
         a = self.array
         if a.flags.c_contiguous and a.dtype.isnative:
             return a
-        return np.ascontiguousarray(a, dtype=self.dtype)
+        return np.ascontiguousarray(a, dtype=self.dtype).reshape(a.shape)  # ascontiguousarray makes 0-d 1-d
 
     def wrap(self, array):
         """array as the kind of this operand (a tensor shares the array's memory)."""

@@ -133,3 +133,12 @@ def test_version_is_the_headers_version():
 
     header = pathlib.Path(__file__).parents[2] / "include" / "minifloat" / "version.hpp"
     assert re.search(r'version\[\] = "([^"]+)"', header.read_text()).group(1) == mf.__version__
+
+
+def test_a_zero_dimensional_array_keeps_its_shape_whatever_its_byte_order():
+    for x in (np.array(1.5, ">f4"), np.array(1.5, np.float32), np.array(3, ">u2")):
+        if x.dtype.kind == "f":
+            assert mf.quantize(x, "e4m3").shape == ()
+            assert mf.encode(x, "e4m3").shape == ()
+        else:
+            assert mf.decode(x, "e4m3").shape == ()
