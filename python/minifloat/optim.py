@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from . import _core
-from ._buffers import lookup
+from ._buffers import as_int, lookup
 from ._formats import as_format
 
 SPLIT_MODES = tuple(_core.split_mode_names)
@@ -32,7 +32,7 @@ class SplitStorage:
 
     def __init__(self, visible="bfloat16", extra_bits=16, mode="truncate"):
         self.visible = as_format(visible, "minifloat.optim.SplitStorage")
-        self.extra_bits = extra_bits
+        self.extra_bits = as_int(extra_bits, "minifloat.optim.SplitStorage", "extra_bits", 0, 64)
         self.mode = lookup(mode, SPLIT_MODES, "minifloat.optim.SplitStorage", "mode")
 
     def make(self, values, seed):

@@ -142,3 +142,10 @@ def test_a_zero_dimensional_array_keeps_its_shape_whatever_its_byte_order():
             assert mf.encode(x, "e4m3").shape == ()
         else:
             assert mf.decode(x, "e4m3").shape == ()
+
+
+def test_an_out_of_range_extra_bits_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="extra_bits"):
+        mf.optim.SplitStorage("bf16", extra_bits=2 ** 40)
+    with pytest.raises(TypeError, match="extra_bits"):
+        mf.optim.SplitStorage("bf16", extra_bits=8.0)
