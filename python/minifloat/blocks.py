@@ -188,6 +188,19 @@ def _options(who, f, rounding, scale_rule, overflow, seed, index, random_bits, t
     return opts
 
 
+def _checked(who, x, fmt, axis, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale, stats):
+    """What quantize_blocks and encode_blocks check first, in their order: (the float32 operand,
+    the BlockFormat, its (before, length, after, axis) geometry, the options tuple)."""
+    source = Operand(x, who)
+    source.require_float32()
+    f = as_block_format(fmt, who)
+    geometry = _geometry(source.array.shape, axis, who)
+    opts = _options(who, f, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale)
+    if not isinstance(stats, bool):
+        raise TypeError(f"{who}: stats must be a bool, not {type(stats).__name__}")
+    return source, f, geometry, opts
+
+
 def quantize_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="floor", overflow="saturate", seed=0,
                     index=0, random_bits=0, tensor_scale=None, stats=False, out=None):
     """x fake-quantized to the block format `fmt` along `axis`: each block's scale found, every
@@ -200,13 +213,8 @@ def quantize_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="flo
     finite amax / (6 * 448)). Stochastic rounding draws flat index i from (seed, index + i).
     stats=True returns (result, BlockStats). Not differentiable (x is read through detach())."""
     who = "minifloat.blocks.quantize_blocks"
-    source = Operand(x, who)
-    source.require_float32()
-    f = as_block_format(fmt, who)
-    before, length, after, _ = _geometry(source.array.shape, axis, who)
-    opts = _options(who, f, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale)
-    if not isinstance(stats, bool):
-        raise TypeError(f"{who}: stats must be a bool, not {type(stats).__name__}")
+    source, f, (before, length, after, _), opts = _checked(who, x, fmt, axis, rounding, scale_rule, overflow, seed,
+                                                           index, random_bits, tensor_scale, stats)
     target = _output(source, out, who)  # kind, dtype, shape, writable, no element sharing memory
     if target is not None and target.is_torch and target.tensor.requires_grad and torch.is_grad_enabled():
         raise ValueError(f"{who}: out requires grad; write under torch.no_grad()")
@@ -256,13 +264,8 @@ def encode_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="floor
     dimension replaced by the number of blocks along it. A NaN/Inf block: scale NaN (0xFF / 0x7F),
     elements the element format's NaN code, or 0 where it has none."""
     who = "minifloat.blocks.encode_blocks"
-    source = Operand(x, who)
-    source.require_float32()
-    f = as_block_format(fmt, who)
-    before, length, after, ax = _geometry(source.array.shape, axis, who)
-    opts = _options(who, f, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale)
-    if not isinstance(stats, bool):
-        raise TypeError(f"{who}: stats must be a bool, not {type(stats).__name__}")
+    source, f, (before, length, after, ax), opts = _checked(who, x, fmt, axis, rounding, scale_rule, overflow, seed,
+                                                            index, random_bits, tensor_scale, stats)
     src = source.contiguous()
     n = src.size
     if f.packed:
