@@ -176,3 +176,16 @@ TEST_CASE("the bulk kernels' vector draws equal the scalar draws at any start an
     }
   }
 }
+
+TEST_CASE("fold_seed folds each key by the counter hash in turn, and any differing key gives another seed",
+          "[random][fold_seed]") {
+  constexpr std::uint64_t seed = 20261128;
+  STATIC_REQUIRE(mf::fold_seed(seed) == seed);
+  STATIC_REQUIRE(mf::fold_seed(seed, 7u) == mf::counter_rng{seed}.bits64(7));
+  CHECK(mf::fold_seed(seed, 3u, 1u, 9u) ==
+        mf::counter_rng{mf::counter_rng{mf::counter_rng{seed}.bits64(3)}.bits64(1)}.bits64(9));
+  CHECK(mf::fold_seed(seed, std::uint8_t{3}, std::uint64_t{1}) == mf::fold_seed(seed, 3u, 1u));
+  // Order matters: (step 1, rank 2) and (step 2, rank 1) are different contexts.
+  CHECK(mf::fold_seed(seed, 1u, 2u) != mf::fold_seed(seed, 2u, 1u));
+  CHECK(mf::fold_seed(seed, 1u, 2u) != mf::fold_seed(seed + 1, 1u, 2u));
+}

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <type_traits>
 
@@ -210,6 +211,17 @@ struct counter_rng {
 /// same (seed, generation).
 MINIFLOAT_HD constexpr std::uint64_t generation_seed(std::uint64_t seed, std::uint64_t generation) {
   return detail::mix64(seed + detail::golden64 * (generation + 1));
+}
+
+/// A seed with context folded in, one key at a time: fold_seed(s, k) = counter_rng{s}.bits64(k),
+/// the keyed hash training/site.hpp uses for the step, and fold_seed(s, a, b, ...) =
+/// fold_seed(fold_seed(s, a), b, ...). Every place that derives the draws of one step, rank,
+/// role, bucket or parameter from a user's seed folds the same way, so one seed names one set of
+/// draws in C++ and Python, and two contexts differing in any key draw independent streams.
+template <std::unsigned_integral... Key>
+MINIFLOAT_HD constexpr std::uint64_t fold_seed(std::uint64_t seed, Key... keys) {
+  ((seed = counter_rng{seed}.bits64(static_cast<std::uint64_t>(keys))), ...);
+  return seed;
 }
 
 }  // namespace minifloat

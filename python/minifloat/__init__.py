@@ -7,7 +7,7 @@ packing, codec and optimizer rule is the C++ one. docs/python.md documents every
 from ._core import version as __version__
 from ._formats import NAMED, Format, format, parse_format
 from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, encode, gecko_compress,
-                   gecko_compress_exponents, gecko_decompress, gecko_decompress_exponents, gecko_size, pack,
+                   fold_seed, gecko_compress_exponents, gecko_decompress, gecko_decompress_exponents, gecko_size, pack,
                    quantize, quantize_, unpack)
 from .autograd import quantize_ste
 from .interop import dtype_of, format_of
@@ -33,7 +33,7 @@ int8_mx = NAMED["int8_mx"]  #: OCP MXINT8 element k * 2^-6, |k| <= 127, as a sig
 __all__ = [
     "Format", "format", "parse_format", "NAMED", "binary32", "binary16", "bfloat16", "e5m2", "e4m3", "fp_6_9_0",
     "fp_4_3_4", "fp_5_2_0", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1", "int8_mx", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
-    "encode", "decode", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
+    "encode", "decode", "fold_seed", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
     "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat", "format_of", "dtype_of", "__version__",
     "blocks", "NAMED_BLOCKS", "BlockFormat", "BlockStats", "block_format", "quantize_blocks", "encode_blocks",
     "decode_blocks", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8", "nvfp4",

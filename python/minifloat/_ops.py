@@ -1,6 +1,7 @@
 """Rounding, codes, packing and Gecko over tensors and arrays; every rule is the C++ library's."""
 
 from collections import namedtuple
+import numbers
 
 import numpy as np
 import torch
@@ -430,6 +431,18 @@ def _bits(bits, who):
     if not 1 <= bits <= 32:
         raise ValueError(f"{who}: bits = {bits} is outside 1..32")
     return bits
+
+
+def fold_seed(seed, *keys):
+    """The seed of one context of a run: `seed` with each key (a step, rank, role, bucket index...)
+    folded in turn by the C++ rule `minifloat::fold_seed` (include/minifloat/random.hpp), so one
+    seed gives the same draws here and in a C++ trainer. Seed and keys are integers in [0, 2**64)."""
+    for name, value in [("seed", seed)] + [(f"keys[{i}]", k) for i, k in enumerate(keys)]:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"fold_seed: {name} must be an integer, got {type(value).__name__}")
+        if not 0 <= int(value) < 1 << 64:
+            raise ValueError(f"fold_seed: {name} = {int(value)} is outside [0, 2**64)")
+    return _core.fold_seed(int(seed), [int(k) for k in keys])
 
 
 def pack(codes, bits):

@@ -11,10 +11,12 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include <minifloat/bulk.hpp>
 #include <minifloat/compat/qtorch.hpp>
 #include <minifloat/format_name.hpp>
+#include <minifloat/random.hpp>
 #include <minifloat/version.hpp>
 
 #include "binding.hpp"
@@ -115,6 +117,10 @@ void bind_core(py::module_& m) {
   for (const auto& [name, f] : detail::named_formats) parse_names.append(py::make_tuple(std::string(name), to_tuple(f)));
   m.attr("parse_names") = parse_names;
 
+  m.def("fold_seed", [](std::uint64_t seed, const std::vector<std::uint64_t>& keys) {
+    for (const std::uint64_t key : keys) seed = fold_seed(seed, key);
+    return seed;
+  });
   m.def("format_problem", [](const format_tuple& t) { return to_format(t).problem(); });
   m.def("conversion_problem", [](const format_tuple& t, bool is_double) {
     const format f = to_format(t);

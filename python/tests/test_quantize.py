@@ -213,3 +213,19 @@ def test_in_place_rounding_moves_the_version_counter_and_refuses_tensors_autogra
         mf.quantize_(y, mf.e4m3)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+def test_fold_seed_is_the_cpp_rule_and_rejects_keys_outside_uint64():
+    # fold_seed(s, k) is the 64-bit draw k of the stream `s`; site step seeds use the same rule.
+    s = 20261128
+    one = mf.fold_seed(s, 7)
+    assert mf.fold_seed(s) == s
+    assert mf.fold_seed(s, 3, 1, 9) == mf.fold_seed(mf.fold_seed(mf.fold_seed(s, 3), 1), 9)
+    assert mf.fold_seed(s, 1, 2) != mf.fold_seed(s, 2, 1)
+    assert one != s and 0 <= one < 2**64
+    with pytest.raises(ValueError, match="keys\\[0\\]"):
+        mf.fold_seed(s, -1)
+    with pytest.raises(ValueError, match="seed"):
+        mf.fold_seed(2**64)
+    with pytest.raises(TypeError, match="keys\\[1\\]"):
+        mf.fold_seed(s, 1, 2.0)

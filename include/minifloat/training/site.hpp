@@ -140,7 +140,7 @@ class site {
   /// Stochastic rounding seed of the current step: a keyed hash of (site seed, step) drawn with
   /// the core's counter RNG, so each step and each site gets its own stream and a run replays
   /// bit for bit.
-  std::uint64_t step_seed() const { return counter_rng{seed_}.bits64(step_); }
+  std::uint64_t step_seed() const { return fold_seed(seed_, step_); }
 
   /// The core options in force; `offset` is the index of the first element within this step's
   /// tensor (stochastic rounding draws element i from (step_seed(), offset + i)).
