@@ -92,8 +92,8 @@ inline void store_lanes(T* p, const V& v, std::size_t count = sizeof(V) / sizeof
 }
 
 /// How far ahead of a streaming loop's position its input and output are requested: one 4 KiB
-/// page. On the Intel machine of docs/performance.md ("The Intel machine, and requesting lines a
-/// page ahead") the hardware prefetcher alone held quantize of 16M floats at 0.77-0.87x memcpy
+/// page. On a Sapphire-Rapids-class Xeon (docs/performance.md's "Intel SPR") the hardware
+/// prefetcher alone held quantize of 16M floats at 0.77-0.87x memcpy
 /// for stochastic rounding (its AES chain delays the loads, so the prefetcher falls behind) and
 /// 0.89-0.95x for the nearest modes; requesting the input line and the output line (for
 /// writing) a page ahead gave 0.96-1.01x and 0.99-1.04x. In cache it costs nothing measurable.
@@ -111,7 +111,7 @@ template <bool ForWriting = false, class T>
 /// Both arrays of an elementwise loop over n elements at position i (i < n): the line of each
 /// that lies prefetch_ahead_bytes ahead, for reading the input and writing the output. Near the
 /// end the address is clamped to the last element instead of skipped, which keeps a branch out of
-/// the loop: skipping measured 10-20 % slower in cache (docs/performance.md).
+/// the loop: skipping measured 10-20 % slower in cache.
 template <class T, class U>
 [[gnu::always_inline]] inline void prefetch_stream(const T* in, const U* out, std::size_t i, std::size_t n) {
   constexpr std::size_t in_ahead = prefetch_ahead_bytes / sizeof(T), out_ahead = prefetch_ahead_bytes / sizeof(U);

@@ -456,20 +456,20 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
 /// floats (L1), updated and split again before the next tile is read, so every stream (fields,
 /// gradients, state) advances together. A tile's restore, update and split (about 300
 /// instructions for 128 weights) fit in the core's out-of-order window, so the next tile's
-/// loads start while it computes. On the Intel machine of docs/performance.md ("Tiles of 128
-/// weights, fields requested ahead") 128 made every 16M split step 5-20 % faster than 256 (SGD
+/// loads start while it computes. On a Sapphire-Rapids-class Xeon (docs/performance.md's "Intel
+/// SPR") 128 made every 16M split step 5-20 % faster than 256 (SGD
 /// fp16+8 15.8-16.1 -> 13.4-13.5 ms, Adam e4m3+8 stochastic 0.75-0.77x -> 0.95-1.01x the fp32
-/// step), 64 and 512 were slower, and in cache 128 was no slower; on the Zen 4, 256 had
+/// step), 64 and 512 were slower, and in cache 128 was no slower; on the Zen 4 VM, 256 had
 /// measured about 5 % faster than 128 (SGD fp16+8 stochastic).
 inline constexpr std::size_t field_tile = 128;
 
 /// How far ahead of the tile being updated a step requests lines: four tiles. The tile loop
 /// requests the fields for writing (every step rewrites them in place), and an SGD step its
 /// gradient and momentum lines (2 KiB of floats ahead). The restore and split between tiles
-/// leave the hardware prefetcher no stream to follow; on the Intel machine the SGD requests took
+/// leave the hardware prefetcher no stream to follow; on that Xeon the SGD requests took
 /// SGD fp16+8 from 19.8-20.2 to 16.0-16.2 ms per 16M weights (256-weight tiles, 4 KiB ahead),
 /// with 128-weight tiles 2 KiB ahead was as fast as 3 KiB and faster than 1 and 8 KiB, and the
-/// field requests added 2-6 % to most split steps (docs/performance.md, "Tiles of 128 weights, ...").
+/// field requests added 2-6 % to most split steps.
 /// Adam's tile step, whose arithmetic covers its loads, was no faster with requests for its
 /// gradient and moments (either tile size) and makes none.
 inline constexpr std::size_t tile_prefetch_distance = 4 * field_tile;

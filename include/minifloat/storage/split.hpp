@@ -675,10 +675,9 @@ class pair_splitter {
   /// at + field_lane_count, ... each, that follow (until the next draw_tile): those calls read
   /// the flags instead of drawing and deciding. The same bits (rounds_up is a function of the
   /// floats and their words alone), but the generator's round keys and the
-  /// rounding's constants stay in registers for the batch, and the split loop holds neither (per
-  /// 16M step, CPU time, medians of 3 alternated with the build before, load 3.7, 2026-11-25:
-  /// SGD fp16+8 stochastic 9.29 -> 8.54 ms, e4m3+8 16.9 -> 15.1 ms, Adam fp16+8 15.0 -> 13.4 ms;
-  /// SGD bf16+8 6.9 -> 7.1 ms, within its spread; docs/performance.md, "what bounds them"). A
+  /// rounding's constants stay in registers for the batch, and the split loop holds neither
+  /// (measured faster on the SGD fp16+8 and e4m3+8 and Adam fp16+8 stochastic steps, within
+  /// noise on SGD bf16+8; the commit that made the change has the numbers). A
   /// register's flags are found from its own index alone (no tile start kept: with one, GCC
   /// reloaded it in the split loop). Formats whose stochastic code is not always the truncated
   /// code or its successor (successor_codes) round in the split loop instead. Whole tiles at an
@@ -1018,9 +1017,8 @@ class pair_splitter {
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
   /// or in the format's normal range takes round_bits' single-binade form directly, which costs
-  /// fewer instructions than round_lanes' stochastic float form (SGD fp16+8 stochastic 9.3 ms
-  /// against 9.8-9.9 ms without the shortcut, bf16+8 stochastic 6.8 against 7.2 ms, CPU time,
-  /// 2026-11-24).
+  /// fewer instructions than round_lanes' stochastic float form (measured faster on the SGD
+  /// fp16+8 and bf16+8 stochastic steps).
   [[gnu::always_inline]] field_lanes rounded(field_lanes u, field_lanes random) {
     namespace core = minifloat::detail;
     if (plain_first_ && core::plain_register(round_, u << 1))
