@@ -36,8 +36,8 @@ inline constexpr std::string_view fashion_mnist_dir = "/usr/share/datasets/fashi
 [[nodiscard]] image_dataset load_fashion_mnist(split which,
                                                const std::filesystem::path& dir = std::filesystem::path(fashion_mnist_dir));
 
-/// Mean and standard deviation of the training split's pixels scaled to [0, 1] (computed by
-/// tests/examples/test_data_fashion_mnist.cpp from the Debian files), for normalisation.
+/// Mean and standard deviation of the training split's pixels scaled to [0, 1] (over all 47 040 000
+/// pixels of Debian's train-images-idx3-ubyte.gz: 0.28604, 0.35302), for normalisation.
 inline constexpr float fashion_mnist_mean = 0.2860f;
 inline constexpr float fashion_mnist_std = 0.3530f;
 
