@@ -7,9 +7,14 @@ Y/GY/P/GP site, overflow promotion, dynamic loss scaling, and tensors saved for 
 as bit-packed codes (or Gecko tensors) with their bytes measured by the hooks. One CSV row per
 epoch; docs/torch-training.md describes every column.
 
-Example (the issue's "done when" command):
+Example:
   PYTHONPATH=build/release/python python examples/torch/train.py --model resnet18 --epochs 1 \\
       --train-limit 4000 --assignment ours --ratio 0.5 --save-activations packed --csv out.csv
+
+Under torchrun it trains with DistributedDataParallel on gloo, each rank on its share of every
+batch, and sends gradients as codes of --comm-format (minifloat.distributed; docs/distributed.md):
+  PYTHONPATH=build/release/python torchrun --nproc_per_node 2 examples/torch/train.py --model resnet20 \\
+      --epochs 1 --train-limit 4000 --comm-format e4m3 --comm-rounding stochastic --csv out.csv
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ DYNAMIC_COLUMNS = ["dc_learning"] + [
     f"{c}_{comp}_{stat}" for c in ("w", "a") for comp in ("mantissa", "exponent", "total") for stat in ("mean", "min", "max")
 ] + [f"red_{v}{scope}" for scope in ("", "_w", "_a") for v in ("qm", "qe", "qe_g", "qm_qe", "qm_qe_g")] + [
     "bw_mantissa_bits", "bw_narrowing", "bw_mean_mantissa", "bw_mean_narrowing"]
+# Appended when training on several processes (torchrun) or with --comm-format: the group's size,
+# the format gradients cross it in, this rank's bytes handed to the collectives in the epoch
+# against what fp32 all-reduce hands over, the encoding's counts, and the mean training step time.
+COMM_COLUMNS = ["world_size", "comm_format", "comm_bytes_per_rank", "comm_fp32_bytes_per_rank", "comm_ratio",
+                "comm_overflows", "comm_underflows", "comm_nans", "step_seconds"]
 TENSOR_COLUMNS = ["epoch", "tensor", "class", "numel", "learning", "n_mantissa", "n_exponent", "mantissa_bits",
                   "exponent_bits", "mean_mantissa_bits", "mean_exponent_bits", "sign_share", "mean_total_bits",
                   "gecko_exponent_bits"]
@@ -156,6 +166,22 @@ def parser():
     p.add_argument("--save-activations", choices=["fp32", "packed", "gecko"], default="packed",
                    help="how tensors saved for backward are kept: as they are, bit-packed codes of their site's "
                         "format, or Gecko tensors (default packed)")
+    comm = p.add_argument_group("gradient communication (under torchrun, or one process with --comm-format)")
+    comm.add_argument("--comm-format", default=None, metavar="FMT",
+                      help="send gradient buckets as codes of this format or block format (e4m3, bf16, mxfp8-e4m3, "
+                           "mxfp4, ...) through minifloat.distributed.compress_hook (default: fp32 all-reduce)")
+    comm.add_argument("--comm-rounding", default="nearest_even",
+                      help="rounding of the sent gradients: nearest_even, stochastic, ... (default nearest_even)")
+    comm.add_argument("--comm-overflow", choices=["saturate", "infinity"], default=None,
+                      help="overflow of the sent gradients: infinity gives the format's Inf or NaN, which the loss "
+                           "scaler sees and backs off from (default infinity with dynamic loss scaling, else saturate)")
+    comm.add_argument("--comm-error-feedback", action="store_true",
+                      help="keep each bucket's quantization residual and add it the next step")
+    comm.add_argument("--comm-round-back", action="store_true",
+                      help="round the averaged gradient back to --comm-format")
+    comm.add_argument("--comm-faithful-sum", action="store_true",
+                      help="sum as a ring all-reduce that rounds the partial sum to --comm-format after every hop")
+    comm.add_argument("--bucket-cap-mb", type=_positive_float, default=25.0, help="DDP bucket size in MB (default 25)")
     p.add_argument("--csv", default=None, help="write one row per epoch to this CSV file (replaced atomically)")
     p.add_argument("--data-dir", default=None, help="Fashion-MNIST IDX directory (default Debian's)")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads (default torch's choice)")
@@ -283,6 +309,26 @@ def main(argv=None):
 
     if args.rounding not in mf.ROUNDING:
         fail(f"--rounding {args.rounding!r} is not one of {', '.join(mf.ROUNDING)}")
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1 or args.comm_format is not None
+    comm_flags = [f for f in ("comm_error_feedback", "comm_round_back", "comm_faithful_sum") if getattr(args, f)]
+    if args.comm_format is None and (comm_flags or args.comm_rounding != "nearest_even"
+                                     or args.comm_overflow is not None):
+        fail(f"--{(comm_flags or ['comm_rounding'])[0].replace('_', '-')} applies with --comm-format only")
+    if args.comm_rounding not in mf.ROUNDING:
+        fail(f"--comm-rounding {args.comm_rounding!r} is not one of {', '.join(mf.ROUNDING)}")
+    if distributed and (args.promotion or args.dynamic):
+        fail("--promotion and --dynamic decide from each rank's own statistics, so replicas would diverge; "
+             "they run on one process only")
+    comm_hook = None
+    if args.comm_format is not None:
+        import minifloat.distributed as mfd
+        try:
+            overflow = args.comm_overflow or ("infinity" if args.loss_scaling == "dynamic" else "saturate")
+            comm_hook = mfd.compress_hook(args.comm_format, args.comm_rounding, overflow=overflow,
+                                          seed=args.seed, error_feedback=args.comm_error_feedback,
+                                          round_back=args.comm_round_back, faithful_sum=args.comm_faithful_sum)
+        except (TypeError, ValueError) as e:
+            fail(f"--comm-format: {e}")
     try:
         visible = mf.parse_format(args.visible)
     except ValueError as e:
@@ -293,7 +339,11 @@ def main(argv=None):
         fail(f"--low-forward/--low-backward: {e}")
     if args.assignment != "ours" and (args.ratio != 0.5 or args.order != "decreasing"):
         fail("--ratio and --order apply to --assignment ours only")
-    csv_file = CsvFile(args.csv, CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else [])) if args.csv else None
+    rank, world_size = 0, 1
+    if distributed:
+        rank, world_size = start_process_group()
+    columns = CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else []) + (COMM_COLUMNS if distributed else [])
+    csv_file = CsvFile(args.csv, columns) if args.csv and rank == 0 else None
     tensor_csv = CsvFile(args.dc_tensor_csv, TENSOR_COLUMNS) if args.dc_tensor_csv else None
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -324,6 +374,13 @@ def main(argv=None):
             bw_cadence=args.dc_bw_cadence, bw_fix_epoch=args.dc_bw_fix_epoch, gecko=args.dc_gecko, sign=args.dc_sign,
             seed=args.seed))
     store = pm.store_saved_tensors(args.save_activations)
+    evaluated = pm.module  # rank 0 evaluates the replica itself: DDP's forward would wait for the other ranks
+    comm_state = None
+    if distributed:
+        pm.module = torch.nn.parallel.DistributedDataParallel(pm.module, bucket_cap_mb=args.bucket_cap_mb)
+        hook = comm_hook if comm_hook is not None else counted_allreduce_hook()
+        pm.module.register_comm_hook(hook.state, hook)
+        comm_state = hook.state
 
     lr = args.lr if args.lr is not None else (2e-3 if args.optimizer == "adam" else 0.05)
     kind, extra = args.weights
@@ -339,7 +396,8 @@ def main(argv=None):
                            enabled=args.loss_scaling == "dynamic")
 
     groups = pm.groups()
-    print(f"{args.model} width {args.width}: {len(pm.sites())} sites in {len(groups)} groups; assignment "
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"{args.model} width {args.width}: {len(pm.sites())} sites in {len(groups)} groups; assignment "
           f"{args.assignment}" + (f" r={args.ratio} {args.order}: demoted {len(info['groups_demoted'])} groups, "
                                   f"share {info['demoted_share']:.3f}" if info else ""))
     step = 0
@@ -350,6 +408,9 @@ def main(argv=None):
         total_loss = correct = seen = skipped = 0
         ratio_sum = bits_sum = 0.0
         promotions = 0
+        step_seconds = 0.0
+        if comm_state is not None:
+            comm_before = (comm_state.bytes_sent_total, comm_state.fp32_bytes_total, dict(comm_state.total_stats))
         generator = torch.Generator().manual_seed(args.seed * 1000 + epoch)
         if dyn is not None:
             dyn.begin_epoch(epoch - 1, lr)
@@ -358,22 +419,34 @@ def main(argv=None):
             fp = pm.footprint()  # the assignment in force during this step
             ratio_sum += fp["low_ratio"]
             bits_sum += fp["total_bits"]
+            batch = len(y)
+            if distributed:  # this rank's share of the global batch (rank 0's loss stands for the batch's)
+                if len(y) < world_size:
+                    continue
+                x, y = x.tensor_split(world_size)[rank], y.tensor_split(world_size)[rank]
+            step_started = time.perf_counter()
             r = mt.training_step(pm, opt, scaler, loss_fn, x, y, step, store)
+            step_seconds += time.perf_counter() - step_started
             step += 1
             skipped += not r.stepped
             promotions += r.promoted
-            total_loss += r.loss * len(y)
-            seen += len(y)
-            progress(epoch, seen, len(train), total_loss / seen, started)
-        sys.stderr.write("\n")
+            total_loss += r.loss * batch
+            seen += batch
+            if rank == 0:
+                progress(epoch, seen, len(train), total_loss / seen, started)
+        if rank == 0:
+            sys.stderr.write("\n")
         steps = (seen + args.batch_size - 1) // args.batch_size
         pm.module.eval()
-        with torch.no_grad():
-            train_correct = 0
-            for x, y in fashion_mnist.batches(train, 500):
-                train_correct += int((pm(x).argmax(1) == y).sum())
-            for x, y in fashion_mnist.batches(test, 500):
-                correct += int((pm(x).argmax(1) == y).sum())
+        train_correct = 0
+        if rank == 0:
+            with torch.no_grad():
+                for x, y in fashion_mnist.batches(train, 500):
+                    train_correct += int((evaluated(x).argmax(1) == y).sum())
+                for x, y in fashion_mnist.batches(test, 500):
+                    correct += int((evaluated(x).argmax(1) == y).sum())
+        if distributed:
+            torch.distributed.barrier()
         seconds = time.perf_counter() - started
         if hasattr(opt, "storage_bytes"):
             sb = opt.storage_bytes()
@@ -391,12 +464,24 @@ def main(argv=None):
             "saved_weight_peak_bytes": store.peak["weight"], "saved_other_peak_bytes": store.peak["other"],
             "optimizer_weight_bytes": weight_bytes, "optimizer_state_bytes": state_bytes, "seconds": f"{seconds:.1f}",
         }
-        print(f"epoch {epoch}: loss {row['train_loss']} train acc {row['train_accuracy']} test acc "
+        if comm_state is not None:
+            sent = comm_state.bytes_sent_total - comm_before[0]
+            fp32 = comm_state.fp32_bytes_total - comm_before[1]
+            counts = {k: v - comm_before[2][k] for k, v in comm_state.total_stats.items()}
+            row.update(world_size=world_size, comm_format=args.comm_format or "fp32 all-reduce", comm_bytes_per_rank=sent,
+                       comm_fp32_bytes_per_rank=fp32, comm_ratio=f"{sent / max(fp32, 1):.6f}",
+                       comm_overflows=counts["overflows"], comm_underflows=counts["underflows"], comm_nans=counts["nans"],
+                       step_seconds=f"{step_seconds / max(steps, 1):.4f}")
+        say(f"epoch {epoch}: loss {row['train_loss']} train acc {row['train_accuracy']} test acc "
               f"{row['test_accuracy']} | skipped {skipped} scale {scaler.scale:g} promoted {promotions} | "
               f"low ratio {row['low_ratio']} | saved activations peak {store.peak['activation']} B "
               f"({store.peak['activation'] / max(store.fp32_peak['activation'], 1):.3f} of fp32 "
               f"{store.fp32_peak['activation']} B), weights {store.peak['weight']} B, other {store.peak['other']} B "
               f"| optimizer weights {weight_bytes} B state {state_bytes} B | {seconds:.1f} s")
+        if comm_state is not None:
+            say(f"  gradients on the wire ({row['comm_format']}, {world_size} ranks): {sent} B per rank, "
+                f"{row['comm_ratio']} of fp32's {fp32} B; overflows {counts['overflows']} underflows "
+                f"{counts['underflows']} NaN {counts['nans']}; {row['step_seconds']} s per step")
         if dyn is not None:
             dyn.end_epoch()
             row.update(dynamic_columns(dyn, learning))
@@ -405,7 +490,42 @@ def main(argv=None):
                 tensor_csv.add_rows(tensor_rows(dyn, epoch, learning))
         if csv_file:
             csv_file.add(row)
+    if distributed:
+        torch.distributed.destroy_process_group()
     return 0
+
+
+def start_process_group():
+    """A gloo group: torchrun's (its environment variables), or one process of its own when
+    --comm-format is given without torchrun. Returns (rank, world size)."""
+    import datetime
+    import socket
+    import torch.distributed as dist
+    if "WORLD_SIZE" in os.environ:
+        dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
+    else:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def counted_allreduce_hook():
+    """DDP's own arithmetic (torch's allreduce_hook: divide by the world size, all-reduce in fp32)
+    with the bytes it hands to the all-reduce counted in a state shaped like compress_hook's."""
+    from types import SimpleNamespace
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    state = SimpleNamespace(bytes_sent_total=0, fp32_bytes_total=0,
+                            total_stats={"overflows": 0, "underflows": 0, "nans": 0})
+
+    def hook(_state, bucket):
+        state.bytes_sent_total += bucket.buffer().numel() * bucket.buffer().element_size()
+        state.fp32_bytes_total += 4 * bucket.buffer().numel()
+        return allreduce_hook(None, bucket)
+
+    hook.state = state
+    return hook
 
 
 if __name__ == "__main__":

@@ -1,0 +1,410 @@
+"""Low-precision gradient communication for torch.distributed: DDP communication hooks.
+
+`compress_hook(fmt, ...)` returns a hook for `DistributedDataParallel.register_comm_hook` that
+sends every gradient bucket as codes of `fmt` (a scalar format, bit-packed at its width, or a
+block format, element codes plus scales as the block codec stores them), sums the decoded values
+in fp32 and optionally rounds the average back to `fmt`. `compress_wrapper(fmt, hook)` rounds a
+bucket to `fmt` around another hook, as torch's fp16_compress_wrapper does. Every rounding, code,
+packing and block scale is the C++ library's (minifloat.quantize / encode / pack / encode_blocks
+and their inverses); this module only moves bytes and adds decoded values. docs/distributed.md
+states every rule: the wire layout, the seed of each rounding, the NaN rule and what is counted.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+import torch.distributed as dist
+
+from . import _ops, blocks
+from ._formats import Format, as_format
+
+__all__ = ["CompressionState", "compress_hook", "compress_wrapper"]
+
+_COUNTS = ("values", "overflows", "underflows", "nans", "infinities", "nan_blocks", "scale_clamped")
+
+
+def _comm_format(fmt, who):
+    """fmt as a Format or a BlockFormat (block names first: 'mxfp4' is a block format)."""
+    if isinstance(fmt, (Format, blocks.BlockFormat)):
+        f = fmt
+    elif isinstance(fmt, str):
+        f = blocks.NAMED_BLOCKS.get(fmt, blocks.NAMED_BLOCKS.get(fmt.replace("_", "-")))
+        if f is None:
+            f = as_format(fmt, who)
+    else:
+        raise TypeError(f"{who}: fmt must be a minifloat Format, BlockFormat or a format name, not {type(fmt).__name__}")
+    if isinstance(f, Format) and f.specials == "unsigned_exponent":
+        raise ValueError(f"{who}: fmt={f} has no sign bit and cannot carry gradients")
+    return f
+
+
+def _seed(seed, who):
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{who}: seed must be an integer, not {type(seed).__name__}")
+    if not 0 <= int(seed) < 1 << 64:
+        raise ValueError(f"{who}: seed = {int(seed)} is outside [0, 2**64)")
+    return int(seed)
+
+
+def _flag(value, who, name):
+    if not isinstance(value, bool):
+        raise TypeError(f"{who}: {name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+class CompressionState:
+    """What a compress_hook or compress_wrapper knows and has counted.
+
+    step: backward passes completed (the step key of the stochastic draws); set it when resuming a
+    run so the draws continue where they were. Accounting, per rank (this process):
+      bytes_sent_step / fp32_bytes_step: bytes this rank handed to the collective in the last
+        completed step, and the bytes plain fp32 DDP hands to its all-reduce for the same buckets;
+      bytes_sent_total / fp32_bytes_total: the same summed over every step;
+      bucket_stats[i]: the counts of bucket i's encoding in the last step (values, overflows,
+        underflows, nans, infinities; block formats also nan_blocks, scale_clamped);
+      total_stats: those counts summed over buckets and steps.
+    compress_wrapper's states count no bytes (the wrapped hook does the communication)."""
+
+    def __init__(self, fmt, rounding, overflow, scale_rule, seed, round_back, error_feedback, faithful_sum,
+                 process_group, counts_bytes):
+        self.fmt, self.rounding, self.overflow, self.scale_rule = fmt, rounding, overflow, scale_rule
+        self.seed, self.round_back, self.error_feedback, self.faithful_sum = seed, round_back, error_feedback, faithful_sum
+        self.process_group = process_group
+        self.step = 0
+        self.residuals = {}  # bucket index -> (layout of the bucket, fp32 residual)
+        self.bytes_sent_step = self.fp32_bytes_step = 0
+        self.bytes_sent_total = self.fp32_bytes_total = 0
+        self.counts_bytes = counts_bytes
+        self.bucket_stats = {}
+        self.total_stats = dict.fromkeys(_COUNTS, 0)
+        self._open = {"bytes": 0, "fp32": 0, "stats": {}}
+
+    @property
+    def is_block(self):
+        return isinstance(self.fmt, blocks.BlockFormat)
+
+    def group(self):
+        return self.process_group if self.process_group is not None else dist.group.WORLD
+
+    def rank_and_size(self):
+        g = self.group()
+        return dist.get_rank(g), dist.get_world_size(g)
+
+    # Seeds: element i of bucket b draws from (seed_of(...), i). A rank's encoding folds its rank;
+    # roundings that every rank repeats identically (round back, the faithful ring's hops) fold
+    # world_size + k, a value no rank has, so they never share a stream with a rank's encoding.
+    def send_seed(self, step, rank, bucket_index):
+        return _ops.fold_seed(self.seed, step, rank, bucket_index)
+
+    def shared_seed(self, step, world_size, k, bucket_index):
+        return _ops.fold_seed(self.seed, step, world_size + k, bucket_index)
+
+    def _record(self, bucket_index, counts, sent, fp32):
+        self._open["stats"][bucket_index] = counts
+        self._open["bytes"] += sent
+        self._open["fp32"] += fp32
+        for k, v in counts.items():
+            self.total_stats[k] += v
+
+    def _end_step(self):
+        self.bucket_stats = self._open["stats"]
+        if self.counts_bytes:
+            self.bytes_sent_step, self.fp32_bytes_step = self._open["bytes"], self._open["fp32"]
+            self.bytes_sent_total += self.bytes_sent_step
+            self.fp32_bytes_total += self.fp32_bytes_step
+        self._open = {"bytes": 0, "fp32": 0, "stats": {}}
+        self.step += 1
+
+    def accounting(self):
+        """The counters as one dict (what the trainer writes)."""
+        return {"step": self.step, "bytes_sent_step": self.bytes_sent_step, "fp32_bytes_step": self.fp32_bytes_step,
+                "bytes_sent_total": self.bytes_sent_total, "fp32_bytes_total": self.fp32_bytes_total,
+                **{f"total_{k}": v for k, v in self.total_stats.items()}}
+
+    def _round(self, x, seed, out=None):
+        """x rounded to the format (fake-quantized fp32), with this state's options."""
+        if self.is_block:
+            return blocks.quantize_blocks(x, self.fmt, rounding=self.rounding, scale_rule=self.scale_rule,
+                                          overflow=self.overflow, seed=seed, out=out)
+        return _ops.quantize(x, self.fmt, self.rounding, self.overflow, seed=seed, out=out)
+
+
+def _stats_dict(st):
+    if isinstance(st, blocks.BlockStats):
+        e = st.elements
+        return {"values": e.values, "overflows": e.overflows, "underflows": e.underflows, "nans": e.nans,
+                "infinities": e.infinities, "nan_blocks": st.nan_blocks, "scale_clamped": st.scale_clamped}
+    return {"values": st.values, "overflows": st.overflows, "underflows": st.underflows, "nans": st.nans,
+            "infinities": st.infinities}
+
+
+def _bucket_buffer(bucket, who):
+    buffer = bucket.buffer()
+    if buffer.dtype != torch.float32 or buffer.device.type != "cpu":
+        raise TypeError(f"{who}: gradient buckets must be float32 CPU tensors, got {buffer.dtype} on "
+                        f"{buffer.device.type}")
+    return buffer
+
+
+def _layout(bucket):
+    """What identifies a bucket's content across steps (DDP rebuilds its buckets once, after the
+    first step, so index i may hold other parameters from then on)."""
+    try:
+        return tuple((id(p), p.numel()) for p in bucket.parameters())
+    except (AttributeError, RuntimeError):
+        return (bucket.buffer().numel(),)
+
+
+# -- wire codecs: one rank's payload as a 1-D uint8 tensor, and back ------------------------------
+
+class _ScalarCodec:
+    """Codes of fmt bit-packed at fmt.bit_width (minifloat.pack's stream of little-endian 32-bit
+    words). A format without a NaN code (all_finite, e2m1, ...) cannot carry a non-finite value:
+    its payload ends with one byte, 1 when this rank's bucket held one (its codes are then sent as
+    the codes of the bucket with those values zeroed, and every receiver reads the rank's whole
+    contribution as NaN), else 0."""
+
+    def __init__(self, fmt, n):
+        self.fmt, self.n, self.bits = fmt, n, fmt.bit_width
+        self.packed_bytes = 4 * -(-(n * self.bits) // 32)
+        self.has_flag = not fmt.has_nan
+        self.size = self.packed_bytes + (1 if self.has_flag else 0)
+
+    def encode(self, x, state, seed):
+        q, st = _ops.quantize(x, self.fmt, state.rounding, state.overflow, seed=seed, stats=True)
+        flag = 0
+        if self.has_flag and not bool(torch.isfinite(q).all()):
+            flag = 1
+            q = torch.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0)
+        codes = _ops.encode(q, self.fmt)  # q is in fmt: the codes of exactly these values
+        payload = _ops.pack(codes, self.bits)
+        if self.has_flag:
+            payload = torch.cat([payload, torch.tensor([flag], dtype=torch.uint8)])
+        mine = torch.full_like(q, float("nan")) if flag else q
+        return payload, mine, _stats_dict(st)
+
+    def decode(self, payload):
+        values = _ops.decode(_ops.unpack(payload[:self.packed_bytes], self.bits, self.n), self.fmt)
+        if self.has_flag and int(payload[self.packed_bytes]) != 0:
+            values.fill_(float("nan"))
+        return values
+
+
+class _BlockCodec:
+    """encode_blocks of the flat bucket (blocks of block_size consecutive elements; the last one
+    shorter): element codes as the codec stores them (4-bit: two a byte; 8-bit: a byte each; other
+    widths bit-packed at the element width with minifloat.pack), then the scale codes (a byte per
+    block), then for a per-tensor-scaled format (NVFP4) its fp32 scale (4 bytes, little-endian)."""
+
+    def __init__(self, fmt, n):
+        self.fmt, self.n = fmt, n
+        self.width = fmt.element.bit_width
+        if fmt.packed:
+            self.element_bytes = (n + 1) // 2
+        elif self.width == 8:
+            self.element_bytes = n
+        else:
+            self.element_bytes = 4 * -(-(n * self.width) // 32)
+        self.scale_count = -(-n // fmt.block_size)
+        self.has_tensor_scale = fmt.scaling != "e8m0"
+        self.size = self.element_bytes + self.scale_count + (4 if self.has_tensor_scale else 0)
+
+    def encode(self, x, state, seed):
+        codes, st = blocks.encode_blocks(x, self.fmt, rounding=state.rounding, scale_rule=state.scale_rule,
+                                         overflow=state.overflow, seed=seed, stats=True)
+        elements = codes.elements.reshape(-1)
+        if not self.fmt.packed and self.width != 8:
+            elements = _ops.pack(elements, self.width)
+        parts = [elements, codes.scales.reshape(-1)]
+        if self.has_tensor_scale:
+            parts.append(torch.tensor([codes.tensor_scale], dtype=torch.float32).view(torch.uint8))
+        mine = blocks.decode_blocks(codes, self.fmt, shape=(self.n,))
+        return torch.cat(parts), mine, _stats_dict(st)
+
+    def decode(self, payload):
+        elements = payload[:self.element_bytes]
+        if not self.fmt.packed and self.width != 8:
+            elements = _ops.unpack(elements, self.width, self.n).to(torch.uint8)
+        scales = payload[self.element_bytes:self.element_bytes + self.scale_count]
+        codes = (elements, scales)
+        if self.has_tensor_scale:
+            tail = payload[self.element_bytes + self.scale_count:].clone()
+            codes = (elements, scales, float(tail.view(torch.float32)[0]))
+        return blocks.decode_blocks(codes, self.fmt, shape=(self.n,))
+
+
+def _codec(fmt, n):
+    return _BlockCodec(fmt, n) if isinstance(fmt, blocks.BlockFormat) else _ScalarCodec(fmt, n)
+
+
+def _ring_chunks(n, world_size, granule):
+    """The ring all-reduce's chunk boundaries: world_size consecutive chunks of whole granules
+    (block_size for a block format, 1 otherwise), the last ones shorter or empty."""
+    units = -(-n // granule)
+    per = -(-units // world_size)
+    return [(min(n, c * per * granule), min(n, (c + 1) * per * granule)) for c in range(world_size)]
+
+
+def _faithful_ring_sum(values, state, step, bucket_index):
+    """The sum of values[r] (r = 0..W-1) as a ring all-reduce computes it when every hop rounds its
+    partial sum to the format: chunk c starts at rank (c + 1) mod W and hop k (1..W-1) adds rank
+    (c + 1 + k) mod W's value in fp32, then rounds the chunk with the seed shared_seed(W, k, b)
+    and element indices counted from the bucket's start."""
+    world_size, n = values.shape
+    granule = state.fmt.block_size if state.is_block else 1
+    chunks = _ring_chunks(n, world_size, granule)
+    partial = torch.empty(n, dtype=torch.float32)
+    for c, (lo, hi) in enumerate(chunks):
+        partial[lo:hi] = values[(c + 1) % world_size, lo:hi]
+    for k in range(1, world_size):
+        seed = state.shared_seed(step, world_size, k, bucket_index)
+        for c, (lo, hi) in enumerate(chunks):
+            if lo == hi:
+                continue
+            part = partial[lo:hi] + values[(c + 1 + k) % world_size, lo:hi]
+            if state.is_block:
+                partial[lo:hi] = blocks.quantize_blocks(part, state.fmt, rounding=state.rounding,
+                                                        scale_rule=state.scale_rule, overflow=state.overflow,
+                                                        seed=seed, index=lo)
+            else:
+                partial[lo:hi] = _ops.quantize(part, state.fmt, state.rounding, state.overflow, seed=seed, index=lo)
+    return partial
+
+
+def _run_compressed(state, bucket, who):
+    buffer = _bucket_buffer(bucket, who)
+    rank, world_size = state.rank_and_size()
+    index, n, step = bucket.index(), buffer.numel(), state.step
+    x = buffer.detach().reshape(-1).div(world_size)  # what DDP divides by before its all-reduce
+    residual = None
+    if state.error_feedback:
+        layout = _layout(bucket)
+        kept = state.residuals.get(index)
+        if kept is not None and kept[0] == layout:
+            x += kept[1]
+    codec = _codec(state.fmt, n)
+    payload, mine, counts = codec.encode(x, state, state.send_seed(step, rank, index))
+    if state.error_feedback:
+        residual = torch.nan_to_num(x - mine, nan=0.0, posinf=0.0, neginf=0.0)  # a non-finite error is not kept
+        state.residuals[index] = (layout, residual)
+    state._record(index, counts, payload.numel(), 4 * n)
+    gathered = torch.empty(world_size * codec.size, dtype=torch.uint8)
+    fut = dist.all_gather_single(gathered, payload, group=state.group(), async_op=True).get_future()
+    if bucket.is_last():
+        state._end_step()
+
+    def reduce(done):
+        done.wait()  # rethrows a failed collective
+        per_rank = gathered.view(world_size, codec.size)
+        values = torch.stack([codec.decode(per_rank[r]) for r in range(world_size)])
+        if state.faithful_sum:
+            total = _faithful_ring_sum(values, state, step, index)
+        else:
+            total = values[0].clone()
+            for r in range(1, world_size):  # fp32, in rank order
+                total += values[r]
+        if state.round_back and not state.faithful_sum:
+            total = state._round(total, state.shared_seed(step, world_size, 0, index))
+        buffer.view(-1).copy_(total)
+        return buffer
+
+    return fut.then(reduce)
+
+
+def _options(who, fmt, rounding, overflow, scale_rule, seed, round_back, error_feedback, faithful_sum):
+    f = _comm_format(fmt, who)
+    if rounding not in _ops.ROUNDING:
+        raise ValueError(f"{who}: rounding={rounding!r} is not one of {', '.join(_ops.ROUNDING)}")
+    if overflow is None:
+        overflow = "saturate"
+    if overflow not in _ops.OVERFLOW:
+        raise ValueError(f"{who}: overflow={overflow!r} is not one of {', '.join(_ops.OVERFLOW)}")
+    if scale_rule not in blocks.SCALE_RULES:
+        raise ValueError(f"{who}: scale_rule={scale_rule!r} is not one of {', '.join(blocks.SCALE_RULES)}")
+    if scale_rule != blocks.SCALE_RULES[0] and not (isinstance(f, blocks.BlockFormat) and f.scaling == "e8m0"):
+        raise ValueError(f"{who}: scale_rule={scale_rule!r} applies to MX block formats only, not {f}")
+    seed = _seed(seed, who)
+    for name, value in (("round_back", round_back), ("error_feedback", error_feedback),
+                        ("faithful_sum", faithful_sum)):
+        _flag(value, who, name)
+    if faithful_sum and round_back:
+        raise ValueError(f"{who}: faithful_sum=True already leaves the sum in the format; round_back applies to the "
+                         "default exchange-then-sum only")
+    return f, overflow, seed
+
+
+def compress_hook(fmt, rounding="nearest_even", *, overflow="saturate", scale_rule="floor", seed=0,
+                  round_back=False, error_feedback=False, faithful_sum=False, process_group=None):
+    """A DDP communication hook sending each gradient bucket as codes of `fmt`.
+
+    Each rank divides its float32 bucket by the world size (as DDP does), adds its kept residual
+    (error_feedback), rounds it to fmt (stochastic draws: element i of bucket b at step s on rank r
+    from (fold_seed(seed, s, r, b), i)), and all-gathers the bytes (docs/distributed.md: wire
+    layout). Every rank decodes every contribution and sums them in fp32 in rank order, so every
+    rank holds the same result; round_back=True rounds that average to fmt once more (draws folded
+    with world_size in the rank position, the same on every rank). faithful_sum=True instead sums
+    as a ring all-reduce that rounds its partial sum to fmt after each of the world_size - 1 hops.
+
+    fmt: a Format, a BlockFormat or a name ("e4m3", "bf16", "mxfp4", ...). Returns the hook, a
+    function hook(state, bucket) with the CompressionState as `hook.state`:
+        hook = minifloat.distributed.compress_hook("e4m3", "stochastic", seed=1)
+        ddp.register_comm_hook(hook.state, hook)"""
+    who = "minifloat.distributed.compress_hook"
+    f, overflow, seed = _options(who, fmt, rounding, overflow, scale_rule, seed, round_back, error_feedback,
+                                 faithful_sum)
+    state = CompressionState(f, rounding, overflow, scale_rule, seed, round_back, error_feedback, faithful_sum,
+                             process_group, counts_bytes=True)
+
+    def minifloat_compress_hook(hook_state, bucket):
+        return _run_compressed(hook_state if isinstance(hook_state, CompressionState) else state, bucket, who)
+
+    minifloat_compress_hook.state = state
+    return minifloat_compress_hook
+
+
+def compress_wrapper(fmt, hook, rounding="nearest_even", *, overflow="saturate", scale_rule="floor", seed=0,
+                     process_group=None):
+    """Another DDP hook (PowerSGD, allreduce_hook, ...) run on a bucket rounded to `fmt`, and its
+    result rounded to `fmt` again, as torch's fp16_compress_wrapper does with float16.
+
+    The bucket is rounded in place (draws from (fold_seed(seed, step, rank, bucket), i)) before
+    `hook` sees it; its result is rounded with draws folded with world_size in the rank position
+    (the same on every rank). The values are fmt's, but the wrapped hook sends them as it sends
+    float32, so the state counts roundings, not bytes. Returns hook(hook_state, bucket), where
+    hook_state is the wrapped hook's state, with the wrapper's CompressionState as `.state`."""
+    who = "minifloat.distributed.compress_wrapper"
+    if not callable(hook):
+        raise TypeError(f"{who}: hook must be a DDP communication hook (a callable), not {type(hook).__name__}")
+    f, overflow, seed = _options(who, fmt, rounding, overflow, scale_rule, seed, False, False, False)
+    state = CompressionState(f, rounding, overflow, scale_rule, seed, True, False, False, process_group,
+                             counts_bytes=False)
+
+    def minifloat_compress_wrapper_hook(hook_state, bucket):
+        buffer = _bucket_buffer(bucket, who)
+        rank, world_size = state.rank_and_size()
+        index, step = bucket.index(), state.step
+        flat = buffer.view(-1)
+        if state.is_block:
+            _, st = blocks.quantize_blocks(flat, f, rounding=rounding, scale_rule=scale_rule, overflow=overflow,
+                                           seed=state.send_seed(step, rank, index), stats=True, out=flat)
+        else:
+            _, st = _ops.quantize(flat, f, rounding, overflow, seed=state.send_seed(step, rank, index), stats=True, out=flat)
+        state._record(index, _stats_dict(st), 0, 0)
+        shared_seed = state.shared_seed(step, world_size, 0, index)
+        if bucket.is_last():
+            state._end_step()
+        fut = hook(hook_state, bucket)
+
+        def round_back(done):
+            result = done.value()
+            result = result[0] if isinstance(result, (list, tuple)) else result
+            target = bucket.buffer()
+            target.view(-1).copy_(state._round(result.reshape(-1).to(torch.float32), shared_seed))
+            return target
+
+        return fut.then(round_back)
+
+    minifloat_compress_wrapper_hook.state = state
+    return minifloat_compress_wrapper_hook
