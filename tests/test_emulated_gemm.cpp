@@ -88,7 +88,7 @@ std::vector<float> reference_gemm(const std::vector<float>& a, const std::vector
           total = total + static_cast<float>(s);
           s = 0.0;
         }
-        const std::uint64_t index = (i * n + j) * k + l;
+        const std::uint64_t index = (i * k + l) * n + j;
         big product, sum;
         mpfr_set_d(product.v, a[i * k + l], MPFR_RNDN);
         mpfr_mul_d(product.v, product.v, b[l * n + j], MPFR_RNDN);  // exact at 600 bits

@@ -20,7 +20,8 @@
 // largest exponent and truncates), not the hardware itself: the accumulator's mantissa width
 // and rounding stand for "how many bits survive".
 // Stochastic draws: products from seed fold_seed(seed, 0), sums from fold_seed(seed, 1), each at
-// element index (i · N + j) · K + k: a function of (seed, output, k) only.
+// element index (i · K + k) · N + j: a function of (seed, output, k) only. Every rounding goes
+// through bulk.hpp's quantize (the one core's SIMD path), a row of N products or sums per call.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bulk.hpp"
 #include "config.hpp"
 #include "format.hpp"
 #include "random.hpp"
@@ -71,16 +73,18 @@ struct gemm_shape {
 
 /// x + y rounded to odd at double precision: the nearest-even double sum, moved one unit toward
 /// the exact sum when the sum was inexact and its last bit is even (TwoSum gives the exact
-/// error). Finite x and y whose sum is finite; an infinite or NaN sum is returned as it is.
+/// error). An infinite or NaN sum is returned as it is (its error is NaN). Branch-free, so a
+/// loop over a row of sums vectorises.
 MINIFLOAT_HD inline double sum_to_odd(double x, double y) {
   const double s = x + y;
-  if (!(s - s == 0)) return s;  // Inf or NaN
   const double y_part = s - x;
   const double error = (x - (s - y_part)) + (y - y_part);
-  auto bits = std::bit_cast<std::uint64_t>(s);
-  if (error == 0 || (bits & 1u) != 0) return s;
-  bits = std::signbit(error) == std::signbit(s) ? bits + 1 : bits - 1;  // away from or toward zero
-  return std::bit_cast<double>(bits);
+  const auto bits = std::bit_cast<std::uint64_t>(s);
+  const bool inexact = error != 0 && error == error;  // NaN: an infinite or NaN sum
+  const bool even = (bits & 1u) == 0;
+  const bool away = std::signbit(error) == std::signbit(s);  // the exact sum is farther from zero
+  const std::uint64_t step = inexact && even ? (away ? 1u : ~std::uint64_t{0}) : 0u;
+  return std::bit_cast<double>(bits + step);
 }
 
 namespace detail {
@@ -129,28 +133,28 @@ inline void emulated_gemm(std::span<const float> a, std::span<const float> b, st
   const std::size_t chunk = acc.promote_every == 0 ? k : acc.promote_every;
   const std::size_t a_row = shape.a_transposed ? 1 : k, a_step = shape.a_transposed ? m : 1;  // A(i, l) = a[i * a_row + l * a_step]
   const std::size_t b_row = shape.b_transposed ? 1 : n, b_col = shape.b_transposed ? k : 1;   // B(l, j) = b[l * b_row + j * b_col]
-  std::vector<double> partial(n);
+  std::vector<double> partial(n), terms(n);
   std::vector<float> total(n);
   for (std::size_t i = 0; i < m; ++i) {
     std::fill(total.begin(), total.end(), 0.0f);
     std::fill(partial.begin(), partial.end(), 0.0);
-    for (std::size_t begin = 0; begin < k || (k == 0 && begin == 0); begin += chunk) {
+    for (std::size_t begin = 0; begin < k; begin += chunk) {
       const std::size_t end = std::min(k, begin + chunk);
       std::fill(partial.begin(), partial.end(), 0.0);
-      // one row of outputs at a time, k outermost, so B is read along its rows; each output
-      // still sums its products in order k = begin, begin + 1, ...
+      // one row of outputs at a time, l outermost, so B is read along its rows and each call of
+      // the bulk kernel rounds N products (or sums) with consecutive indices; each output still
+      // sums its products in the order l = begin, begin + 1, ...
       for (std::size_t l = begin; l < end; ++l) {
         const double x = a[i * a_row + l * a_step];
         const float* b_line = b.data() + l * b_row;
-        for (std::size_t j = 0; j < n; ++j) {
-          const std::uint64_t index = (i * n + j) * k + l;
-          const double p = product(x * static_cast<double>(b_line[j * b_col]), index);
-          partial[j] = sum(sum_to_odd(partial[j], p), index);
-        }
+        for (std::size_t j = 0; j < n; ++j) terms[j] = x * static_cast<double>(b_line[j * b_col]);  // exact
+        const std::uint64_t first = (i * k + l) * n;
+        quantize(std::span<const double>(terms), std::span<double>(terms), product.advanced(first));
+        for (std::size_t j = 0; j < n; ++j) terms[j] = sum_to_odd(partial[j], terms[j]);
+        quantize(std::span<const double>(terms), std::span<double>(partial), sum.advanced(first));
       }
       if (acc.promote_every != 0)
         for (std::size_t j = 0; j < n; ++j) total[j] += static_cast<float>(partial[j]);
-      if (k == 0) break;
     }
     for (std::size_t j = 0; j < n; ++j)
       c[i * n + j] = acc.promote_every != 0 ? total[j] : static_cast<float>(partial[j]);
