@@ -16,32 +16,17 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=""
 out=compare-out
 epochs=3
 model=mlp
 jobs=2
 seeds="1"
 extra=""
-while getopts "b:o:e:m:j:s:x:h" opt; do
-  case $opt in
-    b) build=$OPTARG ;;
-    o) out=$OPTARG ;;
-    e) epochs=$OPTARG ;;
-    m) model=$OPTARG ;;
-    j) jobs=$OPTARG ;;
-    s) seeds=$OPTARG ;;
-    x) extra=$OPTARG ;;
-    h) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-e EPOCHS] [-m mlp|cnn] [-j JOBS] [-s 'SEED ...'] [-x 'TRAIN FLAGS']" >&2; exit 2 ;;
-  esac
-done
-
-# The trainer: BUILD_DIR/examples/train, else the first build directory under the checkout that
-# has one.
-# shellcheck source=examples/find_train.sh
-. "$here/find_train.sh"
-train=$(find_train "$build" "$here") || exit 1
+# The options and the trainer (BUILD_DIR/examples/train, else the newest build directory under
+# the checkout that has one).
+# shellcheck source=examples/common_args.sh
+. "$here/common_args.sh"
+parse_args "b:o:e:m:j:s:x:h" 2,14 "[-b BUILD_DIR] [-o OUT_DIR] [-e EPOCHS] [-m mlp|cnn] [-j JOBS] [-s 'SEED ...'] [-x 'TRAIN FLAGS']" "$@"
 mkdir -p "$out"
 
 configs=(

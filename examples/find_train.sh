@@ -1,4 +1,4 @@
-# find_train.sh — sourced by compare.sh and reproduce.sh: where the `train` executable is.
+# find_train.sh — sourced by common_args.sh: where the `train` executable is.
 #   find_train BUILD_DIR SCRIPT_DIR   prints BUILD_DIR/examples/train, or without BUILD_DIR the
 #                                     newest build/*/examples/train of the checkout; fails if none.
 find_train() {

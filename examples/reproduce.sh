@@ -29,24 +29,13 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=""
 out=results
 jobs=2
-while getopts "b:o:j:h" opt; do
-  case $opt in
-    b) build=$OPTARG ;;
-    o) out=$OPTARG ;;
-    j) jobs=$OPTARG ;;
-    h) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [tradeoff|order|promotion|cnn|scaling|summary ...]" >&2; exit 2 ;;
-  esac
-done
-shift $((OPTIND - 1))
+# shellcheck source=examples/common_args.sh
+. "$here/common_args.sh"
+parse_args "b:o:j:h" 2,29 "[-b BUILD_DIR] [-o OUT_DIR] [-j JOBS] [tradeoff|order|promotion|cnn|scaling|summary ...]" "$@"
+shift "$args_parsed"
 parts=${*:-tradeoff order promotion cnn scaling summary}
-
-# shellcheck source=examples/find_train.sh
-. "$here/find_train.sh"
-train=$(find_train "$build" "$here") || exit 1
 
 # shellcheck source=examples/job_queue.sh
 . "$here/job_queue.sh"

@@ -20,27 +20,15 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=""
 out=results-no-master
 epochs=3
 seeds="1 2 3"
 extra=""
-while getopts "b:o:e:s:x:h" opt; do
-  case $opt in
-    b) build=$OPTARG ;;
-    o) out=$OPTARG ;;
-    e) epochs=$OPTARG ;;
-    s) seeds=$OPTARG ;;
-    x) extra=$OPTARG ;;
-    h) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [-b BUILD_DIR] [-o OUT_DIR] [-e EPOCHS] [-s SEEDS] [-x FLAGS] [table3|fused|summary ...]" >&2; exit 2 ;;
-  esac
-done
-shift $((OPTIND - 1))
+# shellcheck source=examples/common_args.sh
+. "$here/common_args.sh"
+parse_args "b:o:e:s:x:h" 2,20 "[-b BUILD_DIR] [-o OUT_DIR] [-e EPOCHS] [-s SEEDS] [-x FLAGS] [table3|fused|summary ...]" "$@"
+shift "$args_parsed"
 parts=${*:-table3 fused summary}
-# shellcheck source=find_train.sh
-. "$here/find_train.sh"
-train=$(find_train "$build" "$here")
 mkdir -p "$out"
 
 # NAME|FLAGS
