@@ -1,7 +1,7 @@
 // Pack and unpack throughput of bitpack.hpp for field widths k in {1,3,4,5,7,8,12,13,16} at
 // 64K values (in cache) and 16M values (in memory), beside a memcpy of the uncompressed values
 // (4 bytes each) in the same run, so the ratios are fair. Buffers are plain std::vectors, as a
-// user's would be. docs/perf/storage-bitpack.md records the results and the command.
+// user's would be. docs/performance.md ("Bit-packing") records the results and the command.
 #include <benchmark/benchmark.h>
 
 #include <minifloat/storage/bitpack.hpp>

@@ -204,7 +204,7 @@ constexpr std::int64_t in_memory = 1 << 24;
 
 }  // namespace
 
-// The modes of issue 12's targets (nearest-even, nearest-away, toward-zero, stochastic); pass
+// The modes of the targets (nearest-even, nearest-away, toward-zero, stochastic); pass
 // --benchmark_filter to pick rows.
 BENCHMARK(bm_f16c_round_trip)->ArgsProduct({{in_cache, in_memory}, {0, 1}})->UseManualTime();
 #if defined(__AVX512BF16__)

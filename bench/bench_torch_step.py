@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Overhead of minifloat.training on one training step of ResNet-18 (docs/performance.md,
-"PyTorch training step overhead"; issue 11 §6, target <= 1.5x plain PyTorch).
+"PyTorch training step overhead"; target <= 1.5x plain PyTorch).
 
 The model is examples/torch/models.py's torchvision ResNet-18 adapted to 1x28x28 input; one step is
 forward, cross-entropy, backward and an Adam step on one fixed batch. Variants, all from the same

@@ -1,5 +1,5 @@
 // What exact overflow and underflow counts can cost beside quantize's nearest-even loop in cache
-// (issue 12's "counting <= 10 %" target; docs/performance.md, "Counting in cache: the bound").
+// (the "counting adds at most 10 %" target; docs/performance.md, "Counting in cache: the bound").
 //
 // At 64K floats (256 KiB each way, in L2) it times, on the wall clock, with the repetitions of all
 // rows interleaved and a memcpy of the same bytes among them:

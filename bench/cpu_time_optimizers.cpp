@@ -3,8 +3,8 @@
 // gradients, thread CPU time, best of 5 steps after one untimed step. A third argument sets the
 // number of weights (a layout name or "all" second): fewer than 16M are stepped repeatedly, 16M
 // weights' worth per timed pass (32768: in cache), and times are per 16M weights.
-//   g++ -std=c++20 -O3 -march=native -Iinclude bench/cpu_time_optimizers.cpp -o /tmp/cpu_time_optimizers
-//   /tmp/cpu_time_optimizers sgd; /tmp/cpu_time_optimizers adam [layout name|all] [weights]
+//   g++ -std=c++20 -O3 -march=native -Iinclude bench/cpu_time_optimizers.cpp -o build/release/bench/cpu_time_optimizers
+//   build/release/bench/cpu_time_optimizers sgd; build/release/bench/cpu_time_optimizers adam [layout name|all] [weights]
 #include <minifloat/storage/optimizers.hpp>
 #include <cstdio>
 #include <cstdlib>

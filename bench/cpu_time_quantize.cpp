@@ -2,8 +2,8 @@
 // minifloat::quantize with and without a rounding_stats, 64K values (in cache), both benchmark data
 // sets, thread CPU time, best of 5 passes of `reps` calls. Under a shared machine's load the wall
 // clock swings by +-30 %; thread CPU time does not count time the scheduler gave to others.
-//   g++ -std=c++20 -O3 -march=native -Iinclude bench/cpu_time_quantize.cpp -o /tmp/cpu_time_quantize
-//   /tmp/cpu_time_quantize 150
+//   g++ -std=c++20 -O3 -march=native -Iinclude bench/cpu_time_quantize.cpp -o build/release/bench/cpu_time_quantize
+//   build/release/bench/cpu_time_quantize 150
 #include <minifloat/minifloat.hpp>
 #include <cstdio>
 #include <ctime>

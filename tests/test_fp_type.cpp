@@ -159,7 +159,7 @@ TEST_CASE("template arithmetic equals one correct rounding of the exact result (
   check_arithmetic_is_correctly_rounded<fp_4_3_4_t>(15);
   check_arithmetic_is_correctly_rounded<fp_6_9_0_t>(16);
   // Types that compute in double although every value is a float: the double result is rounded
-  // from double, not through float (issue 13).
+  // from double, not through float.
   check_arithmetic_is_correctly_rounded<fp<8, 15>>(17);
   check_arithmetic_is_correctly_rounded<fp<8, 10>>(18);
   check_arithmetic_is_correctly_rounded<fp<8, 22>>(19);

@@ -129,7 +129,7 @@ TEST_CASE("e4m3: 464 ties to 448 (even) under nearest_even; nearest_away and lar
   expect(464.0, mf::e4m3, opts(rounding::nearest_away, overflow::saturate), 448.0);
   expect(465.0, mf::e4m3, opts(rounding::nearest_even), kNaN);
   expect(-465.0, mf::e4m3, opts(rounding::nearest_even), -kNaN);
-  expect(1000.0, mf::e4m3, opts(rounding::nearest_even), kNaN);  // issue 13: was +Inf, a value e4m3 lacks
+  expect(1000.0, mf::e4m3, opts(rounding::nearest_even), kNaN);  // not +Inf, a value e4m3 lacks
   expect(1000.0, mf::e4m3, opts(rounding::toward_positive), kNaN);
   expect(1000.0, mf::e4m3, opts(rounding::toward_negative), 448.0);
   expect(-1000.0, mf::e4m3, opts(rounding::toward_positive), -448.0);
