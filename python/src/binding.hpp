@@ -131,5 +131,6 @@ void bind_storage(py::module_& m);
 void bind_training(py::module_& m);
 void bind_containers(py::module_& m);
 void bind_blocks(py::module_& m);
+void bind_operands(py::module_& m);
 
 }  // namespace minifloat::python

@@ -237,4 +237,5 @@ PYBIND11_MODULE(_core, m) {
   minifloat::python::bind_training(m);
   minifloat::python::bind_containers(m);
   minifloat::python::bind_blocks(m);
+  minifloat::python::bind_operands(m);
 }
