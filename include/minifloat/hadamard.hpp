@@ -14,6 +14,7 @@
 // model), not hidden state. docs/recipes.md states the fp32 rounding of the float transform.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -116,39 +117,51 @@ inline void hadamard_transform(std::span<const float> in, std::span<float> out, 
   if (in.empty()) return;
   const block_layout l = detail::resolved_layout(in.size(), layout, who);
   const std::size_t b = signs.size();
-  std::vector<float> buffer(b);
-  if (l.axis == 1) {
-    for (std::size_t first = 0; first < in.size(); first += b) {
-      for (std::size_t i = 0; i < b; ++i) buffer[i] = in[first + i];
-      hadamard_block(buffer.data(), signs.data(), b, dir);
-      for (std::size_t i = 0; i < b; ++i) out[first + i] = buffer[i];
+  const float scale = hadamard_scale(b);
+  const bool forward = dir == hadamard_direction::forward;
+  // Blocks are transformed side by side, `width` at a time, in a band whose row i holds value i
+  // of each block (so the butterflies run along contiguous rows and vectorise); every value
+  // sees the operations of hadamard_block in the same order: sign, butterflies, scale, sign.
+  const auto transform_band = [&](float* band, std::size_t width) {
+    for (std::size_t h = 1; h < b; h *= 2)
+      for (std::size_t i = 0; i < b; i += 2 * h)
+        for (std::size_t j = i; j < i + h; ++j) {
+          float* x = band + j * width;
+          float* y = band + (j + h) * width;
+          for (std::size_t c = 0; c < width; ++c) {
+            const float p = x[c], q = y[c];
+            x[c] = p + q;
+            y[c] = p - q;
+          }
+        }
+  };
+  if (l.axis == 1) {  // blocks of b consecutive values: band columns are blocks q0 .. q0 + width - 1
+    constexpr std::size_t blocks_per_band = 64;
+    std::vector<float> band(b * blocks_per_band);
+    const std::size_t blocks = in.size() / b;
+    for (std::size_t q0 = 0; q0 < blocks; q0 += blocks_per_band) {
+      const std::size_t width = std::min(blocks_per_band, blocks - q0);
+      const float* src = in.data() + q0 * b;
+      for (std::size_t q = 0; q < width; ++q)
+        for (std::size_t i = 0; i < b; ++i) band[i * width + q] = forward ? src[q * b + i] * signs[i] : src[q * b + i];
+      transform_band(band.data(), width);
+      float* dst = out.data() + q0 * b;
+      for (std::size_t q = 0; q < width; ++q)
+        for (std::size_t i = 0; i < b; ++i) dst[q * b + i] = band[i * width + q] * scale * (forward ? 1.0f : signs[i]);
     }
     return;
   }
-  // axis 0: b rows at a time, every column of them transformed side by side (the same float
-  // operations per column as hadamard_block, in the same order)
+  // axis 0: b rows at a time, every column of them a block
   const std::size_t cols = l.cols, rows = l.rows;
-  const float scale = hadamard_scale(b);
   std::vector<float> band(b * cols);
   for (std::size_t r0 = 0; r0 < rows; r0 += b) {
     const float* src = in.data() + r0 * cols;
     for (std::size_t i = 0; i < b; ++i)
-      for (std::size_t c = 0; c < cols; ++c)
-        band[i * cols + c] = dir == hadamard_direction::forward ? src[i * cols + c] * signs[i] : src[i * cols + c];
-    for (std::size_t h = 1; h < b; h *= 2)
-      for (std::size_t i = 0; i < b; i += 2 * h)
-        for (std::size_t j = i; j < i + h; ++j) {
-          float* x = band.data() + j * cols;
-          float* y = band.data() + (j + h) * cols;
-          for (std::size_t c = 0; c < cols; ++c) {
-            const float a = x[c], d = y[c];
-            x[c] = a + d;
-            y[c] = a - d;
-          }
-        }
+      for (std::size_t c = 0; c < cols; ++c) band[i * cols + c] = forward ? src[i * cols + c] * signs[i] : src[i * cols + c];
+    transform_band(band.data(), cols);
     float* dst = out.data() + r0 * cols;
     for (std::size_t i = 0; i < b; ++i) {
-      const float sign = dir == hadamard_direction::inverse ? signs[i] : 1.0f;
+      const float sign = forward ? 1.0f : signs[i];
       for (std::size_t c = 0; c < cols; ++c) dst[i * cols + c] = band[i * cols + c] * scale * sign;
     }
   }
