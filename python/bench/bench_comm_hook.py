@@ -70,8 +70,10 @@ def worker(rank, world, port, args, queue):
     n = int(args.mb * 1e6) // 4
     source = torch.randn(n, generator=torch.Generator().manual_seed(rank)) * 1e-2
     counted = [0]
-    for name in ("all_reduce", "all_gather_single"):
-        original = getattr(dist, name)
+    for name in ("all_reduce", "all_gather_single", "all_gather_into_tensor"):
+        original = getattr(dist, name, None)
+        if original is None:
+            continue
 
         def counting(output, *rest, _original=original, **kw):
             counted[0] += (rest[0] if rest and isinstance(rest[0], torch.Tensor) else output).nbytes

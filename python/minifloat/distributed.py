@@ -13,6 +13,7 @@ states every rule: the wire layout, the seed of each rounding, the NaN rule and 
 from __future__ import annotations
 
 import numbers
+import sys
 
 import torch
 import torch.distributed as dist
@@ -159,37 +160,53 @@ def _layout(bucket):
 
 # -- wire codecs: one rank's payload as a 1-D uint8 tensor, and back ------------------------------
 
+_CODE_DTYPES = {8: torch.uint8, 16: torch.int16, 32: torch.int32}  # what minifloat.encode returns
+
+
 class _ScalarCodec:
     """Codes of fmt bit-packed at fmt.bit_width (minifloat.pack's stream of little-endian 32-bit
-    words). A format without a NaN code (all_finite, e2m1, ...) cannot carry a non-finite value:
+    words). For widths of 8, 16 and 32 bits those are the codes' own little-endian bytes, which a
+    little-endian host sends as they are (the same bytes, without pack's padding to a whole
+    32-bit word). A format without a NaN code (all_finite, e2m1, ...) cannot carry a non-finite value:
     its payload ends with one byte, 1 when this rank's bucket held one (its codes are then sent as
     the codes of the bucket with those values zeroed, and every receiver reads the rank's whole
     contribution as NaN), else 0."""
 
     def __init__(self, fmt, n):
         self.fmt, self.n, self.bits = fmt, n, fmt.bit_width
-        self.packed_bytes = 4 * -(-(n * self.bits) // 32)
+        self.whole_bytes = self.bits in _CODE_DTYPES and sys.byteorder == "little"
+        self.packed_bytes = n * self.bits // 8 if self.whole_bytes else 4 * -(-(n * self.bits) // 32)
         self.has_flag = not fmt.has_nan
         self.size = self.packed_bytes + (1 if self.has_flag else 0)
 
     def encode(self, x, state, seed):
         q, st = _ops.quantize(x, self.fmt, state.rounding, state.overflow, seed=seed, stats=True)
         flag = 0
-        if self.has_flag and not bool(torch.isfinite(q).all()):
+        maybe_nonfinite = st.nans or st.infinities or st.overflows
+        if self.has_flag and maybe_nonfinite and not bool(torch.isfinite(q).all()):
             flag = 1
             q = torch.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0)
         codes = _ops.encode(q, self.fmt)  # q is in fmt: the codes of exactly these values
-        payload = _ops.pack(codes, self.bits)
+        payload = codes.reshape(-1).view(torch.uint8) if self.whole_bytes else _ops.pack(codes, self.bits)
         if self.has_flag:
             payload = torch.cat([payload, torch.tensor([flag], dtype=torch.uint8)])
         mine = torch.full_like(q, float("nan")) if flag else q
         return payload, mine, _stats_dict(st)
 
     def decode(self, payload):
-        values = _ops.decode(_ops.unpack(payload[:self.packed_bytes], self.bits, self.n), self.fmt)
+        codes = payload[:self.packed_bytes]
+        codes = codes.view(_CODE_DTYPES[self.bits]) if self.whole_bytes else _ops.unpack(codes, self.bits, self.n)
+        values = _ops.decode(codes, self.fmt)
         if self.has_flag and int(payload[self.packed_bytes]) != 0:
             values.fill_(float("nan"))
         return values
+
+    def decode_all(self, gathered, world_size):
+        """Every rank's values, (world_size, n): one decode call when the codes lie back to back."""
+        if self.whole_bytes and not self.has_flag:
+            return _ops.decode(gathered.view(_CODE_DTYPES[self.bits]).view(world_size, self.n), self.fmt)
+        per_rank = gathered.view(world_size, self.size)
+        return torch.stack([self.decode(per_rank[r]) for r in range(world_size)])
 
 
 class _BlockCodec:
@@ -223,6 +240,10 @@ class _BlockCodec:
         mine = blocks.decode_blocks(codes, self.fmt, shape=(self.n,))
         return torch.cat(parts), mine, _stats_dict(st)
 
+    def decode_all(self, gathered, world_size):
+        per_rank = gathered.view(world_size, self.size)
+        return torch.stack([self.decode(per_rank[r]) for r in range(world_size)])
+
     def decode(self, payload):
         elements = payload[:self.element_bytes]
         if not self.fmt.packed and self.width != 8:
@@ -237,6 +258,13 @@ class _BlockCodec:
 
 def _codec(fmt, n):
     return _BlockCodec(fmt, n) if isinstance(fmt, blocks.BlockFormat) else _ScalarCodec(fmt, n)
+
+
+def _all_gather():
+    """torch.distributed's gather of equal-sized tensors into one: all_gather_single (torch 2.13
+    renamed all_gather_into_tensor to it), looked up at each call."""
+    gather = getattr(dist, "all_gather_single", None)
+    return gather if gather is not None else dist.all_gather_into_tensor
 
 
 def _ring_chunks(n, world_size, granule):
@@ -291,23 +319,24 @@ def _run_compressed(state, bucket, who):
         state.residuals[index] = (layout, residual)
     state._record(index, counts, payload.numel(), 4 * n)
     gathered = torch.empty(world_size * codec.size, dtype=torch.uint8)
-    fut = dist.all_gather_single(gathered, payload, group=state.group(), async_op=True).get_future()
+    fut = _all_gather()(gathered, payload, group=state.group(), async_op=True).get_future()
     if bucket.is_last():
         state._end_step()
 
     def reduce(done):
         done.wait()  # rethrows a failed collective
-        per_rank = gathered.view(world_size, codec.size)
-        values = torch.stack([codec.decode(per_rank[r]) for r in range(world_size)])
+        values = codec.decode_all(gathered, world_size)
+        flat = buffer.view(-1)
         if state.faithful_sum:
-            total = _faithful_ring_sum(values, state, step, index)
+            flat.copy_(_faithful_ring_sum(values, state, step, index))
+        elif world_size == 1:
+            flat.copy_(values[0])
         else:
-            total = values[0].clone()
-            for r in range(1, world_size):  # fp32, in rank order
-                total += values[r]
-        if state.round_back and not state.faithful_sum:
-            total = state._round(total, state.shared_seed(step, world_size, 0, index))
-        buffer.view(-1).copy_(total)
+            torch.add(values[0], values[1], out=flat)  # fp32, in rank order
+            for r in range(2, world_size):
+                flat.add_(values[r])
+        if state.round_back:
+            state._round(flat, state.shared_seed(step, world_size, 0, index), out=flat)
         return buffer
 
     return fut.then(reduce)

@@ -145,7 +145,17 @@ def expected_payload_bytes(fmt):
         width = fmt.element.bit_width
         elements = (n + 1) // 2 if width == 4 else n if width == 8 else 4 * -(-(n * width) // 32)
         return elements + -(-n // fmt.block_size) + (4 if fmt.scaling != "e8m0" else 0)
-    return 4 * -(-(n * fmt.bit_width) // 32) + (0 if fmt.has_nan else 1)
+    codes = n * fmt.bit_width // 8 if fmt.bit_width in (8, 16, 32) else 4 * -(-(n * fmt.bit_width) // 32)
+    return codes + (0 if fmt.has_nan else 1)
+
+
+def test_wire_bytes_are_minifloat_pack_of_the_codes(ranks):
+    case = CASES.index("e4m3_nearest")
+    for r in range(WORLD):
+        x = worker.bucket_values(case, r, 0) / WORLD
+        codes = mf.encode(x, mf.e4m3, overflow="saturate")
+        sent = ranks[r]["direct"]["e4m3_nearest"]["payloads"][0]
+        assert torch.equal(sent, mf.pack(codes, 8)[:worker.N])
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=CASES)
