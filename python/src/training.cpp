@@ -1,7 +1,9 @@
 // python/src/training.cpp — the training layer (include/minifloat/training/) for
 // minifloat.training: the graph and its rounding sites, Algorithm 1's grouping, the precision
-// assignments, overflow promotion, the loss scaler and the paper-style footprint. Every policy
-// and every rounding is the headers'; this file only moves indices, names and buffers across.
+// assignments, overflow promotion, the loss scaler, the paper-style footprint, the dynamic
+// containers' controller with its defaults and option names, and the per-parameter seed rule.
+// Every policy, default and rounding is the headers'; this file only moves indices, names and
+// buffers across.
 #include <pybind11/stl.h>
 
 #include <optional>
@@ -9,10 +11,12 @@
 #include <vector>
 
 #include <minifloat/training/assignment.hpp>
+#include <minifloat/training/dynamic_controller.hpp>
 #include <minifloat/training/footprint.hpp>
 #include <minifloat/training/graph.hpp>
 #include <minifloat/training/grouping.hpp>
 #include <minifloat/training/loss_scale.hpp>
+#include <minifloat/training/parameter_seed.hpp>
 #include <minifloat/training/promotion.hpp>
 
 #include "binding.hpp"
@@ -78,9 +82,115 @@ void apply_site(mt::graph& g, mt::site_id s, std::uintptr_t address, std::size_t
   g.at(s).add_stats(total);
 }
 
+/// The names of a table, in its order.
+template <class E, std::size_t N>
+std::vector<std::string> names_of(const mt::named<E> (&table)[N]) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : table) out.emplace_back(name);
+  return out;
+}
+
+/// The enumerator called `name` in `table`; ValueError naming the option and the choices.
+template <class E, std::size_t N>
+E named_value(const mt::named<E> (&table)[N], const std::string& name, const char* option) {
+  if (const auto value = mt::find_named(table, name)) return *value;
+  std::string choices;
+  for (const auto& [n, v] : table) choices += (choices.empty() ? "" : ", ") + std::string(n);
+  throw py::value_error(std::string("minifloat.training.DynamicOptions: ") + option + " " + py::repr(py::str(name)).cast<std::string>() +
+                        " is not one of " + choices);
+}
+
+/// dynamic_options as minifloat.training.DynamicOptions names its fields (the C++ trainer's
+/// --dc-* flags without the prefix, bw_ for BitWave's).
+py::dict dynamic_fields(const mt::dynamic_options& o) {
+  py::dict d;
+  d["method"] = std::string(mt::name_in(mt::named_dynamic_methods, o.method));
+  d["gamma_mantissa"] = o.quantum.gamma_mantissa;
+  d["gamma_exponent"] = o.quantum.gamma_exponent;
+  d["bit_lr"] = o.quantum.learning_rate;
+  d["lambda_rule"] = std::string(mt::name_in(mt::named_lambda_rules, o.quantum.weighting));
+  d["exponent_gradient"] = std::string(mt::name_in(mt::named_exponent_gradients, o.quantum.exponent_rule));
+  d["learn_epochs"] = o.learn_epochs;
+  d["relearn_epochs"] = o.relearn_epochs;
+  d["relearn_lr_factor"] = o.relearn_lr_factor;
+  d["bw_history"] = o.bitwave.history;
+  d["bw_threshold"] = o.bitwave.threshold;
+  d["bw_cadence"] = o.bitwave.cadence;
+  d["bw_fix_epoch"] = o.bitwave_fix_epochs;
+  d["gecko"] = o.gecko ? py::object(py::str(std::string(mt::name_in(mt::named_gecko_variants, *o.gecko)))) : py::object(py::none());
+  d["sign"] = std::string(mt::name_in(mt::named_sign_rules, o.sign));
+  d["seed"] = o.quantum.seed;
+  return d;
+}
+
+/// The inverse of dynamic_fields for every field given (the others keep the C++ defaults);
+/// validated, so a bad value is a ValueError naming the field.
+mt::dynamic_options dynamic_options_of(const py::kwargs& fields) {
+  mt::dynamic_options o;
+  for (const auto& [key, value] : fields) {
+    const std::string k = key.cast<std::string>();
+    if (k == "method") o.method = named_value(mt::named_dynamic_methods, value.cast<std::string>(), "method");
+    else if (k == "gamma_mantissa") o.quantum.gamma_mantissa = value.cast<double>();
+    else if (k == "gamma_exponent") o.quantum.gamma_exponent = value.cast<double>();
+    else if (k == "bit_lr") o.quantum.learning_rate = value.cast<double>();
+    else if (k == "lambda_rule") o.quantum.weighting = named_value(mt::named_lambda_rules, value.cast<std::string>(), "lambda_rule");
+    else if (k == "exponent_gradient")
+      o.quantum.exponent_rule = named_value(mt::named_exponent_gradients, value.cast<std::string>(), "exponent_gradient");
+    else if (k == "learn_epochs") o.learn_epochs = value.cast<std::size_t>();
+    else if (k == "relearn_epochs") o.relearn_epochs = value.cast<std::size_t>();
+    else if (k == "relearn_lr_factor") o.relearn_lr_factor = value.cast<double>();
+    else if (k == "bw_history") o.bitwave.history = value.cast<std::size_t>();
+    else if (k == "bw_threshold") o.bitwave.threshold = value.cast<double>();
+    else if (k == "bw_cadence") o.bitwave.cadence = value.cast<std::size_t>();
+    else if (k == "bw_fix_epoch") o.bitwave_fix_epochs = value.cast<std::size_t>();
+    else if (k == "gecko") {
+      if (value.is_none()) o.gecko.reset();
+      else o.gecko = named_value(mt::named_gecko_variants, value.cast<std::string>(), "gecko");
+    } else if (k == "sign") o.sign = named_value(mt::named_sign_rules, value.cast<std::string>(), "sign");
+    else if (k == "seed") o.quantum.seed = value.cast<std::uint64_t>();
+    else throw py::type_error("minifloat.training.DynamicOptions: no option " + k);
+  }
+  try {
+    o.validate();
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(std::string("minifloat.training.DynamicOptions: ") + e.what());
+  }
+  return o;
+}
+
 }  // namespace
 
 void bind_training(py::module_& m) {
+  // The per-parameter seed rule both trainers use (training/parameter_seed.hpp).
+  m.def("parameter_seed", &mt::parameter_seed, py::arg("seed"), py::arg("index"));
+
+  // The dynamic containers' option names and defaults, and their controller
+  // (training/dynamic_controller.hpp): DynamicOptions reads its defaults from dynamic_defaults().
+  m.attr("dynamic_method_names") = names_of(mt::named_dynamic_methods);
+  m.attr("lambda_rule_names") = names_of(mt::named_lambda_rules);
+  m.attr("exponent_gradient_names") = names_of(mt::named_exponent_gradients);
+  m.attr("sign_rule_names") = names_of(mt::named_sign_rules);
+  m.attr("gecko_variant_names") = names_of(mt::named_gecko_variants);
+  m.def("dynamic_defaults", [] { return dynamic_fields(mt::dynamic_options{}); });
+  m.def("check_dynamic_options", [](const py::kwargs& fields) { return dynamic_fields(dynamic_options_of(fields)); });
+
+  py::class_<mt::dynamic_controller>(m, "DynamicController")
+      .def(py::init([](const py::kwargs& fields) { return mt::dynamic_controller(dynamic_options_of(fields)); }))
+      .def("options", [](const mt::dynamic_controller& c) { return dynamic_fields(c.options()); })
+      .def("add", [](mt::dynamic_controller& c, const std::string& name, bool is_weight, std::size_t numel) {
+        return c.add(name, is_weight ? mt::tensor_class::weight : mt::tensor_class::activation, numel);
+      })
+      // The containers (QuantumContainers) and BitWave's state (BitWave), owned by the controller.
+      .def_property_readonly("containers", py::overload_cast<>(&mt::dynamic_controller::containers),
+                             py::return_value_policy::reference_internal)
+      .def_property_readonly("bitwave", &mt::dynamic_controller::bitwave_state, py::return_value_policy::reference_internal)
+      .def_property_readonly("learning", &mt::dynamic_controller::learning)
+      .def("begin_epoch", &mt::dynamic_controller::begin_epoch)
+      .def("begin_step", &mt::dynamic_controller::begin_step)
+      // BitWave's decision: -1 narrower, 0 hold (always for QM+QE), 1 wider.
+      .def("end_step", [](mt::dynamic_controller& c, double loss) { return static_cast<int>(c.end_step(loss)); })
+      .def("begin_evaluation", &mt::dynamic_controller::begin_evaluation);
+
   m.attr("demotion_order_names") = order_names;
 
   py::class_<mt::graph>(m, "TrainingGraph")

@@ -269,3 +269,69 @@ def test_resnet18_saved_other_bytes_shrink_with_packed_max_pool_indices():
              and s[1]().tensor is not None and s[1]().tensor.dtype == torch.uint8]
     assert len(words) == 1 and words[0][1]().nbytes == (n * 4 + 31) // 32 * 4
     out.sum().backward()
+
+
+# -- one controller and one seed rule for both trainers (training/dynamic_controller.hpp,
+#    parameter_seed.hpp). The numbers are the ones tests/training/test_training_dynamic_controller.cpp
+#    commits for the C++ functions: the Python trainer's path must give them too. ---------------------
+
+def test_parameter_seed_is_fold_seed_of_the_parameter_index_with_the_committed_cpp_values():
+    from minifloat import _core
+    assert _core.parameter_seed(1, 0) == 0x630842168870933C
+    assert _core.parameter_seed(1, 1) == 0x89FEFD02FB65D1D6
+    assert _core.parameter_seed(42, 2) == 0x014DC37469F5F66E
+    for seed in (0, 1, 42, 2**64 - 1):
+        for i in range(8):
+            assert _core.parameter_seed(seed, i) == mf.fold_seed(seed, i)
+
+
+def test_dynamic_options_defaults_and_names_are_the_cpp_controllers():
+    from minifloat import _core
+    assert mt.DynamicOptions().fields() == _core.dynamic_defaults()
+    assert _core.DynamicController().options() == _core.dynamic_defaults()
+    assert mt.dynamic.METHODS == ("qm-qe", "bitwave") and mt.dynamic.GECKO == ("faithful", "improved")
+    with pytest.raises(ValueError, match="sign 'never' is not one of omit, always"):
+        mt.DynamicOptions(sign="never").check()
+    with pytest.raises(ValueError, match="relearn_lr_factor"):
+        mt.DynamicOptions(relearn_lr_factor=float("nan")).check()
+
+
+def test_trainer_path_draws_qm_qe_bitlengths_as_the_cpp_controller_does():
+    model = tiny()
+    pm = mt.instrument(model, torch.randn(4, 6))
+    dyn = pm.enable_dynamic(mt.DynamicOptions(seed=7))
+    dyn.begin_epoch(0, 0.1)
+    dyn._c.set_lengths(0, 10.5, 4.25)
+    dyn._c.set_lengths(1, 3.75, 6.5)
+    committed = [(10, 4, 4, 7), (11, 5, 3, 7), (10, 4, 3, 6), (11, 4, 4, 7),
+                 (10, 5, 3, 7), (10, 4, 4, 7), (11, 4, 4, 6), (10, 4, 4, 7)]
+    for step_index, want in enumerate(committed):
+        pm.begin_step(step_index)
+        got = dyn._c.tensor(0)[5:7] + dyn._c.tensor(1)[5:7]
+        assert got == want, step_index
+
+
+def test_trainer_path_learns_after_each_tenfold_learning_rate_drop_as_the_cpp_controller_does():
+    pm = mt.instrument(tiny(), torch.randn(4, 6))
+    dyn = pm.enable_dynamic(mt.DynamicOptions(learn_epochs=2, relearn_epochs=1))
+    learning = []
+    for epoch, lr in enumerate((0.05, 0.04, 0.004, 0.003, 0.0003)):
+        dyn.begin_epoch(epoch, lr)
+        learning.append(dyn.learning)
+    assert learning == [True, True, True, False, True]
+
+
+def test_trainer_path_takes_bitwaves_decisions_as_the_cpp_controller_does():
+    pm = mt.instrument(tiny(), torch.randn(4, 6))
+    dyn = pm.enable_dynamic(mt.DynamicOptions(method="bitwave", bw_history=4, bw_fix_epoch=1))
+    committed = [(0, 23, 0), (0, 23, 0), (0, 23, 0), (-1, 22, 1), (-1, 21, 2), (-1, 20, 3),
+                 (-1, 19, 4), (-1, 18, 5), (1, 19, 4), (1, 20, 3), (1, 21, 2), (1, 22, 1)]
+    dyn.begin_epoch(0, 0.1)
+    for k, loss in enumerate((2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 1.5, 1.5, 1.6, 1.7, 1.8, 1.9)):
+        dyn.begin_step(k)
+        assert dyn._c.tensor(0)[5] == (committed[k - 1][1] if k else 23)
+        decision = dyn.end_step(loss)
+        assert (decision, dyn.bitwave[0], dyn.bitwave[1]) == committed[k], k
+    assert dyn.learning
+    dyn.begin_epoch(1, 0.1)
+    assert not dyn.learning and dyn.bitwave[:3] == (21, 2, True)

@@ -3,9 +3,11 @@
 `pm.enable_dynamic(DynamicOptions(method="qm-qe" | "bitwave", ...))` puts a container on every
 layer output Y (the network input excluded: it is data) and every parameter P, as the C++ example
 trainer does (examples/dynamic_containers.hpp). Every quantization, every bitlength gradient and
-update, the regularizer, the learn-then-freeze schedule, BitWave's loss-slope controller and the
-footprint ledger are the C++ ones (include/minifloat/training/quantum.hpp, bitwave.hpp,
-container_footprint.hpp) reached through minifloat._core; this file only wires them to the sites:
+update, the regularizer, the learn-then-freeze schedule, BitWave's loss-slope controller, the
+options' defaults and names and the footprint ledger are the C++ ones
+(include/minifloat/training/dynamic_controller.hpp, the controller both trainers call, over
+quantum.hpp, bitwave.hpp and container_footprint.hpp) reached through minifloat._core; this file
+only wires them to the sites:
 
 - forward of a Y or P site: the tensor's container quantizes the site's output in place
   (quantum_containers::forward, which keeps the unquantized input for the backward while
@@ -23,53 +25,48 @@ gradients). docs/torch-training.md and docs/dynamic-containers.md state the rule
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .. import _core
 
-METHODS = ("qm-qe", "bitwave")
+METHODS = tuple(_core.dynamic_method_names)
 VARIANTS = tuple(_core.footprint_variant_names)
-GECKO = ("faithful", "improved")
+GECKO = tuple(_core.gecko_variant_names)
+_DEFAULTS = _core.dynamic_defaults()  # the C++ dynamic_options' defaults (training/dynamic_controller.hpp)
 
 
 @dataclass(frozen=True)
 class DynamicOptions:
-    """The C++ options (quantum_options, bitwave_options) and the schedule, with the C++ defaults."""
+    """The C++ dynamic_options (training/dynamic_controller.hpp) by the C++ trainer's --dc-* names;
+    every default is read from the C++ struct."""
 
-    method: str = "qm-qe"
-    gamma_mantissa: float = 0.1       # γ_m of eq. 16
-    gamma_exponent: float = 0.1       # γ_e of eq. 16
-    bit_lr: float = 0.5               # SGD step of the bitlengths
-    lambda_rule: str = "footprint"    # footprint | elements
-    exponent_gradient: str = "exact"  # exact | linearised
-    learn_epochs: int = 5             # QM+QE learns in the first N epochs, then rounds up and freezes
-    relearn_epochs: int = 5           # ... and M epochs after a learning-rate change
-    relearn_lr_factor: float = 0.1    # an epoch starting at <= F x the last learning period's rate is a change
-    bw_history: int = 100             # BitWave: H losses in the regression
-    bw_threshold: float = 1e-3        # BitWave: T on the slope normalised by the mean loss
-    bw_cadence: int = 1               # BitWave: batches between decisions
-    bw_fix_epoch: int = 5             # BitWave: fix at the average after F epochs (0: never)
-    gecko: str | None = None          # also count Gecko-encoded exponents (+G): faithful | improved
-    sign: str = "omit"                # omit the sign bit of non-negative tensors, or "always"
-    seed: int = 0                     # the bitlength draws' seed
+    method: str = _DEFAULTS["method"]                        # qm-qe | bitwave
+    gamma_mantissa: float = _DEFAULTS["gamma_mantissa"]      # γ_m of eq. 16
+    gamma_exponent: float = _DEFAULTS["gamma_exponent"]      # γ_e of eq. 16
+    bit_lr: float = _DEFAULTS["bit_lr"]                      # SGD step of the bitlengths
+    lambda_rule: str = _DEFAULTS["lambda_rule"]              # footprint | elements
+    exponent_gradient: str = _DEFAULTS["exponent_gradient"]  # exact | linearised
+    learn_epochs: int = _DEFAULTS["learn_epochs"]            # QM+QE learns in the first N epochs, then freezes
+    relearn_epochs: int = _DEFAULTS["relearn_epochs"]        # ... and M epochs after a learning-rate change
+    relearn_lr_factor: float = _DEFAULTS["relearn_lr_factor"]  # a rate <= F x the period's rate is a change
+    bw_history: int = _DEFAULTS["bw_history"]                # BitWave: H losses in the regression
+    bw_threshold: float = _DEFAULTS["bw_threshold"]          # BitWave: T on the slope normalised by the mean loss
+    bw_cadence: int = _DEFAULTS["bw_cadence"]                # BitWave: batches between decisions
+    bw_fix_epoch: int = _DEFAULTS["bw_fix_epoch"]            # BitWave: fix at the average after F epochs (0: never)
+    gecko: str | None = _DEFAULTS["gecko"]                   # also count Gecko-encoded exponents (+G): faithful | improved
+    sign: str = _DEFAULTS["sign"]                            # omit the sign bit of non-negative tensors, or "always"
+    seed: int = _DEFAULTS["seed"]                            # the bitlength draws' seed
+
+    def fields(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def check(self):
+        """ValueError naming the field for a value the C++ options refuse."""
         who = "minifloat.training.DynamicOptions"
-        if self.method not in METHODS:
-            raise ValueError(f"{who}: method {self.method!r} is not one of {', '.join(METHODS)}")
-        if self.lambda_rule not in ("footprint", "elements"):
-            raise ValueError(f"{who}: lambda_rule {self.lambda_rule!r} is not footprint or elements")
-        if self.exponent_gradient not in ("exact", "linearised"):
-            raise ValueError(f"{who}: exponent_gradient {self.exponent_gradient!r} is not exact or linearised")
-        if self.gecko is not None and self.gecko not in GECKO:
-            raise ValueError(f"{who}: gecko {self.gecko!r} is not one of {', '.join(GECKO)} or None")
-        if self.sign not in ("omit", "always"):
-            raise ValueError(f"{who}: sign {self.sign!r} is not omit or always")
-        for name in ("learn_epochs", "relearn_epochs", "bw_fix_epoch"):
+        for name in ("learn_epochs", "relearn_epochs", "bw_fix_epoch", "bw_history", "bw_cadence", "seed"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{who}: {name} must be >= 0")
-        if not self.relearn_lr_factor >= 0:
-            raise ValueError(f"{who}: relearn_lr_factor must be >= 0")
+        _core.check_dynamic_options(**self.fields())
 
 
 @dataclass(frozen=True)
@@ -98,38 +95,31 @@ class DynamicContainers:
         options.check()
         self.options = options
         self.method = options.method
-        self._c = _core.QuantumContainers(False, True, True, float(options.gamma_mantissa),
-                                          float(options.gamma_exponent), float(options.bit_lr),
-                                          options.lambda_rule == "elements", options.exponent_gradient == "linearised",
-                                          int(options.seed))
+        # The epoch and step decisions are the C++ controller's, as in the C++ trainer.
+        self._control = _core.DynamicController(**options.fields())
+        self._c = self._control.containers
         self.forward_of = {}   # Y / P site -> tensor index
         self.backward_of = {}  # GY / GP site -> tensor index
         for i, (y, gy) in enumerate(pm._op_sites):
             if i == 0:
                 continue  # the input batch: data, neither learned nor counted
             name = pm.traced.operations[i].name
-            t = self._c.add(name + ".Y", False, pm.traced.operations[i].numel)
+            t = self._control.add(name + ".Y", False, pm.traced.operations[i].numel)
             self.forward_of[y] = t
             if gy is not None:
                 self.backward_of[gy] = t
             for qname, p in pm.traced.operations[i].parameters:
                 ps, gps = pm._param_sites[qname]
-                w = self._c.add(qname, True, p.numel())
+                w = self._control.add(qname, True, p.numel())
                 self.forward_of[ps] = w
                 self.backward_of[gps] = w
         self.classes = [self._c.tensor(t)[1] for t in range(self._c.size())]
-        self._schedule = _core.BitlengthSchedule(int(options.learn_epochs), int(options.relearn_epochs))
-        self._bitwave = _core.BitWave(int(options.bw_history), float(options.bw_threshold), int(options.bw_cadence),
-                                      True, True, 23, 0)
-        if self.method == "bitwave":
-            self._c.set_learning(False)  # BitWave imposes its container and learns from the loss alone
-            self._impose()
+        self._bitwave = self._control.bitwave
         self.epoch_ledger = _core.ContainerLedger(self.classes)
         self.run_ledger = _core.ContainerLedger(self.classes)
         self._gecko = None if options.gecko is None else GECKO.index(options.gecko)
         self._sign_always = options.sign == "always"
         self._training = True
-        self._period_lr = None
         self.epoch = 0
 
     # -- the sites' calls ---------------------------------------------------------------------------
@@ -162,45 +152,27 @@ class DynamicContainers:
         k = self.forward_of.get(site)
         return None if k is None else self._c.tensor(k)[7]
 
-    # -- the trainer's calls -----------------------------------------------------------------------
-    def _impose(self):
-        self._c.impose_all(self._bitwave.mantissa_bits, self._bitwave.narrowing)
-
+    # -- the trainer's calls: each the C++ controller's (training/dynamic_controller.hpp) ---------------
     def begin_epoch(self, epoch: int, lr: float) -> None:
         """Epoch `epoch` (0-based) starts at learning rate lr: the schedule (QM+QE) or BitWave's fix."""
         self.epoch = epoch
         self.epoch_ledger.clear()
-        if self.method == "bitwave":
-            if self.options.bw_fix_epoch and epoch == self.options.bw_fix_epoch and not self._bitwave.fixed:
-                self._bitwave.fix_at_average()
-            return
-        if epoch == 0 or self._period_lr is None:
-            self._period_lr = lr
-        elif lr <= self.options.relearn_lr_factor * self._period_lr:
-            self._schedule.learning_rate_changed(epoch)
-            self._period_lr = lr
-        self._c.set_learning(self._schedule.learning_in(epoch))
+        self._control.begin_epoch(int(epoch), float(lr))
 
     def set_training(self, training: bool) -> None:
         """Evaluation quantizes at ceil(n) (QM+QE) or BitWave's current container, and counts nothing."""
         self._training = training
         if not training:
-            if self.method == "qm-qe":
-                self._c.begin_evaluation()
-            else:
-                self._impose()
+            self._control.begin_evaluation()
 
     def begin_step(self, step: int) -> None:
-        if self.method == "qm-qe":
-            self._c.begin_step(step)
-        else:
-            self._impose()
+        """QM+QE draws every tensor's bitlengths for `step`; BitWave imposes its current container."""
+        self._control.begin_step(int(step))
 
-    def end_step(self, loss: float) -> None:
-        if self.method == "qm-qe":
-            self._c.end_step()
-        else:
-            self._bitwave.observe(float(loss))
+    def end_step(self, loss: float) -> int:
+        """QM+QE's bitlength update, or BitWave's observation of the loss; returns BitWave's decision
+        (-1 narrower, 0 hold, 1 wider; 0 for QM+QE)."""
+        return self._control.end_step(float(loss))
 
     def end_epoch(self) -> None:
         self.run_ledger.add(self.epoch_ledger)
@@ -208,7 +180,7 @@ class DynamicContainers:
     # -- reports -----------------------------------------------------------------------------------
     @property
     def learning(self) -> bool:
-        return self._c.learning if self.method == "qm-qe" else not self._bitwave.fixed
+        return self._control.learning
 
     @property
     def bitwave(self):
