@@ -179,7 +179,7 @@ class _ScalarCodec:
         self.has_flag = not fmt.has_nan
         self.size = self.packed_bytes + (1 if self.has_flag else 0)
 
-    def encode(self, x, state, seed):
+    def encode(self, x, state, seed, need_values):
         q, st = _ops.quantize(x, self.fmt, state.rounding, state.overflow, seed=seed, stats=True)
         flag = 0
         maybe_nonfinite = st.nans or st.infinities or st.overflows
@@ -228,7 +228,7 @@ class _BlockCodec:
         self.has_tensor_scale = fmt.scaling != "e8m0"
         self.size = self.element_bytes + self.scale_count + (4 if self.has_tensor_scale else 0)
 
-    def encode(self, x, state, seed):
+    def encode(self, x, state, seed, need_values):
         codes, st = blocks.encode_blocks(x, self.fmt, rounding=state.rounding, scale_rule=state.scale_rule,
                                          overflow=state.overflow, seed=seed, stats=True)
         elements = codes.elements.reshape(-1)
@@ -237,7 +237,7 @@ class _BlockCodec:
         parts = [elements, codes.scales.reshape(-1)]
         if self.has_tensor_scale:
             parts.append(torch.tensor([codes.tensor_scale], dtype=torch.float32).view(torch.uint8))
-        mine = blocks.decode_blocks(codes, self.fmt, shape=(self.n,))
+        mine = blocks.decode_blocks(codes, self.fmt, shape=(self.n,)) if need_values else None
         return torch.cat(parts), mine, _stats_dict(st)
 
     def decode_all(self, gathered, world_size):
@@ -306,16 +306,15 @@ def _run_compressed(state, bucket, who):
     rank, world_size = state.rank_and_size()
     index, n, step = bucket.index(), buffer.numel(), state.step
     x = buffer.detach().reshape(-1).div(world_size)  # what DDP divides by before its all-reduce
-    residual = None
     if state.error_feedback:
         layout = _layout(bucket)
         kept = state.residuals.get(index)
         if kept is not None and kept[0] == layout:
             x += kept[1]
     codec = _codec(state.fmt, n)
-    payload, mine, counts = codec.encode(x, state, state.send_seed(step, rank, index))
-    if state.error_feedback:
-        residual = torch.nan_to_num(x - mine, nan=0.0, posinf=0.0, neginf=0.0)  # a non-finite error is not kept
+    payload, mine, counts = codec.encode(x, state, state.send_seed(step, rank, index), state.error_feedback)
+    if state.error_feedback:  # x is not needed any more: the residual is computed in its place
+        residual = torch.nan_to_num_(x.sub_(mine), nan=0.0, posinf=0.0, neginf=0.0)  # a non-finite error is not kept
         state.residuals[index] = (layout, residual)
     state._record(index, counts, payload.numel(), 4 * n)
     gathered = torch.empty(world_size * codec.size, dtype=torch.uint8)

@@ -268,3 +268,39 @@ def test_bad_arguments_raise_naming_the_argument(kwargs, error, words):
 def test_wrapper_refuses_a_hook_that_is_not_callable():
     with pytest.raises(TypeError, match="hook"):
         mfd.compress_wrapper("e4m3", "allreduce")
+
+
+TRAIN = os.path.abspath(os.path.join(HERE, "..", "..", "examples", "torch", "train.py"))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--comm-round-back"], "--comm-format only"),
+    (["--comm-rounding", "stochastic"], "--comm-format only"),
+    (["--comm-format", "e9m9"], "--comm-format"),
+    (["--comm-format", "e4m3", "--comm-rounding", "sideways"], "--comm-rounding"),
+    (["--comm-format", "e4m3", "--promotion"], "replicas would diverge"),
+])
+def test_trainer_refuses_bad_communication_flags_with_a_message(args, message):
+    r = subprocess.run([sys.executable, TRAIN, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
+def test_trainer_under_torchrun_writes_bytes_on_the_wire(tmp_path):
+    out = tmp_path / "out.csv"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore::FutureWarning")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(free_port()), TRAIN, "--model", "resnet20", "--width", "0.25", "--epochs", "1",
+           "--train-limit", "128", "--test-limit", "64", "--batch-size", "32", "--comm-format", "e4m3",
+           "--comm-rounding", "stochastic", "--threads", "1", "--csv", str(out)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"torchrun did not finish within {TIMEOUT_S} s")
+    assert r.returncode == 0, r.stderr[-4000:]
+    import csv
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 1 and rows[0]["world_size"] == "2" and rows[0]["comm_format"] == "e4m3"
+    sent, fp32 = int(rows[0]["comm_bytes_per_rank"]), int(rows[0]["comm_fp32_bytes_per_rank"])
+    assert fp32 > 0 and sent == fp32 // 4  # one byte a gradient element, against four
+    assert 0.0 <= float(rows[0]["test_accuracy"]) <= 1.0
+    assert "gradients on the wire" in r.stdout
