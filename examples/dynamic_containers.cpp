@@ -11,15 +11,15 @@ namespace examples {
 
 namespace {
 
-std::vector<mt::tensor_class> classes_of(const mt::quantum_containers& c) {
+std::vector<mt::tensor_class> classes_of(const mt::dynamic_controller& c) {
   std::vector<mt::tensor_class> out;
-  for (const mt::quantum_tensor& t : c.tensors()) out.push_back(t.cls());
+  for (const mt::quantum_tensor& t : c.containers().tensors()) out.push_back(t.cls());
   return out;
 }
 
-mt::quantum_containers build(const nn::model_description& d, const dynamic_options& o, std::vector<std::size_t>& fwd,
+mt::dynamic_controller build(const nn::model_description& d, const mt::dynamic_options& o, std::vector<std::size_t>& fwd,
                              std::vector<std::size_t>& bwd) {
-  mt::quantum_containers c(o.quantum);
+  mt::dynamic_controller c(o);
   fwd.assign(d.sites.size(), static_cast<std::size_t>(-1));
   bwd = fwd;
   for (std::size_t k = 1; k < d.modules.size(); ++k) {  // module 0, the input batch, is left out
@@ -45,84 +45,63 @@ std::string fixed(double v, int digits = 2) {
 }  // namespace
 
 const std::string_view dynamic_help = R"(
-dynamic containers (--assignment qm-qe, qm-qe+gecko, bitwave, bitwave+gecko;
-docs/dynamic-containers.md): weights and layer outputs are stored in fp32 containers of learned
-width, gradients stay fp32, loss scaling is off; +gecko also counts the Gecko-encoded exponents
-  --dc-gamma-m G             QM+QE: regularizer strength of the mantissa bitlengths (default 0.1)
-  --dc-gamma-e G             QM+QE: regularizer strength of the exponent bitlengths (default 0.1)
-  --dc-bit-lr LR             QM+QE: SGD step of the bitlengths (default 0.5)
-  --dc-lambda footprint|elements
-                             QM+QE: lambda_t = the tensor's share of the footprint (default) or
-                             of the elements
-  --dc-exponent-gradient exact|linearised
-                             QM+QE: the exponent bitlength's gradient as the exact finite
-                             difference of the two neighbouring ranges (default) or eqs. 9-10
-                             linearised
-  --dc-learn-epochs N        QM+QE: bitlengths learn in the first N epochs (default 5), then are
-                             rounded up and frozen
-  --dc-relearn-epochs M      QM+QE: and for M epochs after a learning-rate change (default 5)
-  --dc-relearn-lr-factor F   an epoch starting at <= F times the rate of the last learning period
-                             counts as a learning-rate change (default 0.1)
-  --dc-bw-history H          BitWave: losses in the regression, 2 to 1e6 (default 100)
-  --dc-bw-threshold T        BitWave: slope threshold, normalised by the mean loss (default 1e-3)
-  --dc-bw-cadence C          BitWave: batches between decisions (default 1)
-  --dc-bw-fix-epoch F        BitWave: fix the container at its average after F epochs (default 5;
-                             0 never)
-  --dc-gecko faithful|improved
-                             Gecko variant for +gecko (default faithful, the paper's)
-  --dc-sign omit|always      omit the sign bit of tensors without negative values (default omit)
-  --dc-tensor-csv PATH       per epoch and tensor: learned and mean bitlengths
-Each epoch prints an extra line: mean [min-max over tensors] of the mantissa, exponent and total
-bits of weights (W) and activations (A) and the cumulative footprint reduction vs FP32; --csv
-gets the same as extra columns.
+Dynamic containers (docs/dynamic-containers.md): weights and layer outputs are stored in fp32
+containers of learned width, gradients stay fp32, loss scaling is off; +gecko also counts the
+Gecko-encoded exponents. Each epoch prints an extra line: mean [min-max over tensors] of the
+mantissa, exponent and total bits of weights (W) and activations (A) and the cumulative footprint
+reduction vs FP32; --csv gets the same as extra columns.
 )";
 
-bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o) {
-  if (flag == "--dc-gamma-m") o.quantum.gamma_mantissa = flags::non_negative(flag, value);
-  else if (flag == "--dc-gamma-e") o.quantum.gamma_exponent = flags::non_negative(flag, value);
-  else if (flag == "--dc-bit-lr") o.quantum.learning_rate = flags::non_negative(flag, value);
-  else if (flag == "--dc-lambda") {
-    if (value == "footprint") o.quantum.weighting = mt::lambda_rule::footprint_share;
-    else if (value == "elements") o.quantum.weighting = mt::lambda_rule::element_share;
-    else throw std::invalid_argument("--dc-lambda expects footprint or elements");
-  } else if (flag == "--dc-exponent-gradient") {
-    if (value == "exact") o.quantum.exponent_rule = mt::exponent_gradient::finite_difference;
-    else if (value == "linearised") o.quantum.exponent_rule = mt::exponent_gradient::linearised;
-    else throw std::invalid_argument("--dc-exponent-gradient expects exact or linearised");
-  } else if (flag == "--dc-learn-epochs") o.learn_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
-  else if (flag == "--dc-relearn-epochs") o.relearn_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
-  else if (flag == "--dc-relearn-lr-factor") o.relearn_lr_factor = flags::non_negative(flag, value);
-  else if (flag == "--dc-bw-history") o.bitwave.history = flags::between<std::size_t>(flag, value, 2, 1000000);
-  else if (flag == "--dc-bw-threshold") o.bitwave.threshold = flags::non_negative(flag, value);
-  else if (flag == "--dc-bw-cadence") o.bitwave.cadence = flags::between<std::size_t>(flag, value, 1, 1000000);
-  else if (flag == "--dc-bw-fix-epoch") o.bitwave_fix_epochs = flags::between<std::size_t>(flag, value, 0, 10000);
-  else if (flag == "--dc-gecko") {
-    if (value == "faithful") o.gecko_variant = minifloat::storage::gecko_variant::faithful;
-    else if (value == "improved") o.gecko_variant = minifloat::storage::gecko_variant::improved;
-    else throw std::invalid_argument("--dc-gecko expects faithful or improved");
-  } else if (flag == "--dc-sign") {
-    if (value == "omit") o.sign = mt::sign_rule::omit_when_nonnegative;
-    else if (value == "always") o.sign = mt::sign_rule::always;
-    else throw std::invalid_argument("--dc-sign expects omit or always");
-  } else if (flag == "--dc-tensor-csv") o.tensor_csv = value;
-  else return false;
-  return true;
+void add_dynamic_flags(CLI::App& app, dynamic_options& o) {
+  mt::dynamic_options& c = o.controller;
+  const std::string group(dynamic_group);
+  app.add_option("--dc-gamma-m", c.quantum.gamma_mantissa, "QM+QE: regularizer strength of the mantissa bitlengths")
+      ->type_name("G")->check(flags::non_negative())->capture_default_str()->group(group);
+  app.add_option("--dc-gamma-e", c.quantum.gamma_exponent, "QM+QE: regularizer strength of the exponent bitlengths")
+      ->type_name("G")->check(flags::non_negative())->capture_default_str()->group(group);
+  app.add_option("--dc-bit-lr", c.quantum.learning_rate, "QM+QE: SGD step of the bitlengths")
+      ->type_name("LR")->check(flags::non_negative())->capture_default_str()->group(group);
+  flags::add_choice(app, "--dc-lambda", c.quantum.weighting, mt::named_lambda_rules,
+                    "QM+QE: lambda_t = the tensor's share of the footprint or of the elements")->group(group);
+  flags::add_choice(app, "--dc-exponent-gradient", c.quantum.exponent_rule, mt::named_exponent_gradients,
+                    "QM+QE: the exponent bitlength's gradient as the exact finite\n"
+                    "difference of the two neighbouring ranges or eqs. 9-10 linearised")->group(group);
+  app.add_option("--dc-learn-epochs", c.learn_epochs, "QM+QE: bitlengths learn in the first N epochs, then are\nrounded up and frozen")
+      ->type_name("N")->check(flags::whole(0, 10000))->capture_default_str()->group(group);
+  app.add_option("--dc-relearn-epochs", c.relearn_epochs, "QM+QE: and for M epochs after a learning-rate change")
+      ->type_name("M")->check(flags::whole(0, 10000))->capture_default_str()->group(group);
+  app.add_option("--dc-relearn-lr-factor", c.relearn_lr_factor,
+                 "an epoch starting at <= F times the rate of the last learning\nperiod counts as a learning-rate change")
+      ->type_name("F")->check(flags::non_negative())->capture_default_str()->group(group);
+  app.add_option("--dc-bw-history", c.bitwave.history, "BitWave: losses in the regression")
+      ->type_name("H")->check(flags::whole(2, 1000000))->capture_default_str()->group(group);
+  app.add_option("--dc-bw-threshold", c.bitwave.threshold, "BitWave: slope threshold, normalised by the mean loss")
+      ->type_name("T")->check(flags::non_negative())->capture_default_str()->group(group);
+  app.add_option("--dc-bw-cadence", c.bitwave.cadence, "BitWave: batches between decisions")
+      ->type_name("C")->check(flags::whole(1, 1000000))->capture_default_str()->group(group);
+  app.add_option("--dc-bw-fix-epoch", c.bitwave_fix_epochs, "BitWave: fix the container at its average after F epochs\n(0: never)")
+      ->type_name("F")->check(flags::whole(0, 10000))->capture_default_str()->group(group);
+  flags::add_choice(app, "--dc-gecko", o.gecko_variant, mt::named_gecko_variants,
+                    "Gecko variant for +gecko (faithful: the paper's)")->group(group);
+  flags::add_choice(app, "--dc-sign", c.sign, mt::named_sign_rules,
+                    "omit the sign bit of tensors without negative values, or always\ncount it")->group(group);
+  app.add_option("--dc-tensor-csv", o.tensor_csv, "per epoch and tensor: learned and mean bitlengths")
+      ->type_name("PATH")->group(group);
 }
 
-dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o,
+bool dynamic_flag_given(const CLI::App& app) {
+  return !app.get_options([](const CLI::Option* o) { return o->get_group() == dynamic_group && o->count() > 0; }).empty();
+}
+
+dynamic_container_hooks::dynamic_container_hooks(const nn::model_description& d, const mt::dynamic_options& o,
                                                  output_file tensor_csv)
     : options_(o),
       forward_of_(),
       backward_of_(),
-      containers_(build(d, o, forward_of_, backward_of_)),
-      schedule_(o.learn_epochs, o.relearn_epochs),
-      bitwave_(o.bitwave),
-      epoch_(classes_of(containers_)),
-      run_(classes_of(containers_)),
-      tensor_csv_(std::move(tensor_csv)) {
-  // BitWave imposes its container and learns from the loss alone: no bitlength gradients.
-  if (options_.method == dynamic_method::bitwave) containers_.set_learning(false);
-}
+      control_(build(d, o, forward_of_, backward_of_)),
+      epoch_(classes_of(control_)),
+      run_(classes_of(control_)),
+      tensor_csv_(std::move(tensor_csv)) {}
 
 std::string dynamic_container_hooks::tensor_csv_header() {
   return "epoch,tensor,class,numel,learning,n_mantissa,n_exponent,mean_mantissa_bits,mean_exponent_bits,"
@@ -133,54 +112,28 @@ void dynamic_container_hooks::close_outputs() { tensor_csv_.close(); }
 
 void dynamic_container_hooks::set_counting(bool training) {
   training_ = training;
-  if (training) return;
-  if (options_.method == dynamic_method::quantum) containers_.begin_evaluation();
-  else
-    for (mt::quantum_tensor& t : containers_.tensors()) t.impose(bitwave_.current());
-}
-
-bool dynamic_container_hooks::learning() const {
-  return options_.method == dynamic_method::quantum ? containers_.learning() : !bitwave_.fixed();
+  if (!training) control_.begin_evaluation();
 }
 
 void dynamic_container_hooks::begin_epoch(std::size_t epoch, double lr) {
-  epoch_index_ = epoch;
   epoch_.clear();
-  if (options_.method == dynamic_method::bitwave) {
-    if (options_.bitwave_fix_epochs != 0 && epoch == options_.bitwave_fix_epochs && !bitwave_.fixed())
-      bitwave_.fix_at_average();
-    return;
-  }
-  if (epoch == 0) period_lr_ = lr;
-  else if (lr <= options_.relearn_lr_factor * period_lr_) {
-    schedule_.learning_rate_changed(epoch);
-    period_lr_ = lr;
-  }
-  containers_.set_learning(schedule_.learning_in(epoch));
+  control_.begin_epoch(epoch, lr);
 }
 
-void dynamic_container_hooks::begin_step(std::uint64_t step) {
-  if (options_.method == dynamic_method::quantum) containers_.begin_step(step);
-  else
-    for (mt::quantum_tensor& t : containers_.tensors()) t.impose(bitwave_.current());
-}
+void dynamic_container_hooks::begin_step(std::uint64_t step) { control_.begin_step(step); }
 
-void dynamic_container_hooks::end_step(double batch_loss) {
-  if (options_.method == dynamic_method::quantum) containers_.end_step();
-  else (void)bitwave_.observe(batch_loss);
-}
+void dynamic_container_hooks::end_step(double batch_loss) { (void)control_.end_step(batch_loss); }
 
 void dynamic_container_hooks::end_epoch() { run_ += epoch_; }
 
 void dynamic_container_hooks::round(const nn::tensor_site& site, std::span<float> values) {
   if (const std::size_t t = forward_of_.at(site.id); t != none) {
-    containers_.forward(t, values, training_);
+    control_.containers().forward(t, values, training_);
     if (!training_) return;
-    const mt::quantum_tensor& q = containers_.tensors()[t];
-    epoch_.record(t, mt::describe_stored(values, q.mantissa_bits(), q.exponent_bits(), options_.sign,
-                                         options_.gecko ? std::optional(options_.gecko_variant) : std::nullopt));
+    const mt::quantum_tensor& q = control_.containers().tensors()[t];
+    epoch_.record(t, mt::describe_stored(values, q.mantissa_bits(), q.exponent_bits(), options_.sign, options_.gecko));
   } else if (const std::size_t b = backward_of_.at(site.id); b != none && training_) {
-    containers_.backward(b, values);
+    control_.containers().backward(b, values);
   }
 }
 
@@ -205,11 +158,10 @@ bitlength_spread dynamic_container_hooks::spread(mt::tensor_class cls, bit_compo
 }
 
 std::string dynamic_container_hooks::describe() const {
-  std::string out = options_.method == dynamic_method::quantum ? "QM+QE" : "BitWave";
-  if (options_.gecko)
-    out += options_.gecko_variant == minifloat::storage::gecko_variant::faithful ? " +Gecko (faithful)" : " +Gecko (improved)";
+  std::string out = options_.method == mt::dynamic_method::quantum ? "QM+QE" : "BitWave";
+  if (options_.gecko) out += " +Gecko (" + std::string(mt::name_in(mt::named_gecko_variants, *options_.gecko)) + ")";
   const mt::quantum_options& q = options_.quantum;
-  if (options_.method == dynamic_method::quantum)
+  if (options_.method == mt::dynamic_method::quantum)
     out += ": gamma_m " + fixed(q.gamma_mantissa, 3) + ", gamma_e " + fixed(q.gamma_exponent, 3) + ", bitlength lr " +
            fixed(q.learning_rate, 3) + ", lambda " + (q.weighting == mt::lambda_rule::footprint_share ? "footprint" : "elements") +
            ", exponent gradient " + (q.exponent_rule == mt::exponent_gradient::linearised ? "linearised" : "exact") +
@@ -219,7 +171,7 @@ std::string dynamic_container_hooks::describe() const {
     out += ": history " + std::to_string(options_.bitwave.history) + ", threshold " + fixed(options_.bitwave.threshold, 5) +
            ", cadence " + std::to_string(options_.bitwave.cadence) + ", fix after epoch " +
            std::to_string(options_.bitwave_fix_epochs);
-  out += "; " + std::to_string(containers_.tensors().size()) + " tensors (input batch excluded), sign " +
+  out += "; " + std::to_string(control_.containers().tensors().size()) + " tensors (input batch excluded), sign " +
          (options_.sign == mt::sign_rule::always ? "always" : "omitted when non-negative");
   return out;
 }
@@ -237,7 +189,7 @@ std::string dynamic_container_hooks::epoch_line() const {
   const mt::footprint_totals all = run_.totals();
   out += "  reduction vs fp32 " + fixed(all.reduction(mt::footprint_variant::both)) + "x";
   if (options_.gecko) out += " (+G " + fixed(all.reduction(mt::footprint_variant::both_gecko)) + "x)";
-  if (options_.method == dynamic_method::bitwave) out += "  slope " + fixed(bitwave_.last_slope() * 1e3, 3) + "e-3";
+  if (options_.method == mt::dynamic_method::bitwave) out += "  slope " + fixed(control_.bitwave_state().last_slope() * 1e3, 3) + "e-3";
   out += learning() ? "  learning" : "  frozen";
   return out;
 }
@@ -280,7 +232,7 @@ std::string dynamic_container_hooks::csv_columns() const {
          reduction(scopes[0], fv::both_gecko, 8);
   for (const mt::footprint_totals& t : {scopes[1], scopes[2]})
     row += num(t.mantissa_share()) + num(t.exponent_share()) + (t.has_gecko() ? num(t.gecko_exponent_share()) : ",");
-  if (options_.method == dynamic_method::bitwave) row += num(bitwave_.mean_mantissa_bits()) + num(bitwave_.mean_narrowing());
+  if (options_.method == mt::dynamic_method::bitwave) row += num(control_.bitwave_state().mean_mantissa_bits()) + num(control_.bitwave_state().mean_narrowing());
   else row += ",,";
   return row;
 }
@@ -289,7 +241,7 @@ void dynamic_container_hooks::write_tensor_rows(std::size_t epoch) {
   if (!tensor_csv_) return;
   std::string rows;
   for (std::size_t t = 0; t < epoch_.size(); ++t) {
-    const mt::quantum_tensor& q = containers_.tensors()[t];
+    const mt::quantum_tensor& q = control_.containers().tensors()[t];
     const mt::footprint_totals& f = epoch_.tensor(t);
     const double n = f.elements ? static_cast<double>(f.elements) : 1.0;
     char row[512];

@@ -1,6 +1,9 @@
 // dynamic_containers.hpp — the example trainer's dynamic fp32 containers (Schrödinger's FP:
 // QM+QE §3.1 and BitWave §3.2, optionally with Gecko §3.3), wired to the example layers'
-// rounding hook. docs/dynamic-containers.md states the rules; `train --help` the flags.
+// rounding hook, and their --dc-* flags. The epoch and step decisions, the options' defaults and
+// names are the library's controller (minifloat/training/dynamic_controller.hpp), which
+// minifloat.training's DynamicContainers calls too. docs/dynamic-containers.md states the rules;
+// `train --help` the flags.
 //
 // What it quantizes: every weight (P, the `used` copy) and every layer output (Y of modules 1..);
 // the input batch (module 0's Y) is data, stored once as bytes, and is neither learned nor
@@ -18,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+#include <minifloat/training/dynamic_controller.hpp>
 #include <minifloat/training/training.hpp>
 
 #include "nn/hooks.hpp"
@@ -28,33 +33,22 @@ namespace examples {
 
 namespace mt = minifloat::training;
 
-enum class dynamic_method : std::uint8_t { quantum, bitwave };
-
+/// The dynamic containers' options as the --dc-* flags and --assignment set them.
 struct dynamic_options {
-  dynamic_method method = dynamic_method::quantum;
-  bool gecko = false;  ///< also count the +G footprints (Gecko-encoded exponents)
+  /// The controller's options; train sets method, gecko and the seed from --assignment and --seed.
+  mt::dynamic_options controller{};
+  /// --dc-gecko: the Gecko variant counted when --assignment has +gecko.
   minifloat::storage::gecko_variant gecko_variant = minifloat::storage::gecko_variant::faithful;
-  mt::quantum_options quantum{};
-  std::size_t learn_epochs = 5;    ///< QM+QE: bitlengths learn in the first N epochs
-  std::size_t relearn_epochs = 5;  ///< … and M epochs after each learning-rate change
-  /// An epoch whose starting learning rate is at most this fraction of the rate when the last
-  /// learning period began counts as a learning-rate change (the cosine schedule has no steps;
-  /// 0.1 matches the paper's 10× drops).
-  double relearn_lr_factor = 0.1;
-  mt::bitwave_options bitwave{};
-  std::size_t bitwave_fix_epochs = 5;  ///< fix BitWave's container after this many epochs (0: never)
-  mt::sign_rule sign = mt::sign_rule::omit_when_nonnegative;
   std::string tensor_csv;  ///< per-tensor bitlengths per epoch
 };
 
-/// The `--dc-*` flags; returns false for a flag that is not one of them, throws
-/// std::invalid_argument for a bad value.
-bool parse_dynamic_flag(std::string_view flag, std::string_view value, dynamic_options& o);
-/// The flags parse_dynamic_flag reads (each takes a value).
-inline constexpr std::string_view dynamic_value_flags[] = {
-    "--dc-gamma-m",     "--dc-gamma-e",        "--dc-bit-lr",     "--dc-lambda",      "--dc-exponent-gradient",
-    "--dc-learn-epochs", "--dc-relearn-epochs", "--dc-relearn-lr-factor", "--dc-bw-history", "--dc-bw-threshold",
-    "--dc-bw-cadence",  "--dc-bw-fix-epoch",   "--dc-gecko",      "--dc-sign",        "--dc-tensor-csv"};
+/// The help group of the --dc-* flags.
+inline constexpr std::string_view dynamic_group = "dynamic containers (--assignment qm-qe, qm-qe+gecko, bitwave, bitwave+gecko)";
+/// Declares the --dc-* flags on `app`, each writing its field of `o`.
+void add_dynamic_flags(CLI::App& app, dynamic_options& o);
+/// Whether any --dc-* flag was given.
+bool dynamic_flag_given(const CLI::App& app);
+/// What the help says about the group after the flags.
 extern const std::string_view dynamic_help;
 
 /// Which bits a spread is about: the mantissa, the exponent, or sign + exponent + mantissa.
@@ -68,7 +62,7 @@ struct bitlength_spread {
 class dynamic_container_hooks final : public nn::rounding_hooks {
  public:
   /// tensor_csv: the opened --dc-tensor-csv (with its header), or none.
-  dynamic_container_hooks(const nn::model_description& d, const dynamic_options& o, output_file tensor_csv = {});
+  dynamic_container_hooks(const nn::model_description& d, const mt::dynamic_options& o, output_file tensor_csv = {});
 
   void round(const nn::tensor_site& site, std::span<float> values) override;
   /// Training passes save inputs, draw bitlengths and count; evaluation passes do none of that.
@@ -79,11 +73,11 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
   void end_step(double batch_loss);
   void end_epoch();
 
-  bool learning() const;
+  bool learning() const { return control_.learning(); }
   const mt::container_ledger& epoch_ledger() const { return epoch_; }
   const mt::container_ledger& run_ledger() const { return run_; }
-  std::span<const mt::quantum_tensor> tensors() const { return containers_.tensors(); }
-  std::span<mt::quantum_tensor> tensors() { return containers_.tensors(); }  ///< e.g. to preset bitlengths
+  std::span<const mt::quantum_tensor> tensors() const { return control_.containers().tensors(); }
+  std::span<mt::quantum_tensor> tensors() { return control_.containers().tensors(); }  ///< e.g. to preset bitlengths
 
   /// Over this epoch's steps: per class, the spread of mantissa, exponent and total bits.
   bitlength_spread spread(mt::tensor_class cls, bit_component component) const;
@@ -98,16 +92,12 @@ class dynamic_container_hooks final : public nn::rounding_hooks {
 
  private:
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
-  dynamic_options options_;
+  mt::dynamic_options options_;
   std::vector<std::size_t> forward_of_;   // site id → tensor index (Y and P), or none
   std::vector<std::size_t> backward_of_;  // site id → tensor index (GY and GP), or none
-  mt::quantum_containers containers_;     // built after (and filling) the two maps above
-  mt::bitlength_schedule schedule_;
-  mt::bitwave bitwave_;
+  mt::dynamic_controller control_;        // built after (and filling) the two maps above
   mt::container_ledger epoch_, run_;
   bool training_ = true;
-  double period_lr_ = 0;
-  std::size_t epoch_index_ = 0;
   output_file tensor_csv_;
 };
 

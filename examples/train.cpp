@@ -3,8 +3,8 @@
 // paper's size-ordered demotion with overflow-driven promotion), dynamic loss scaling and FP32
 // master weights — or, with --weights low-only|low+k, no fp32 copy at all and optionally the
 // update fused into the backward pass (weight_storage.hpp, docs/no-master-weights.md). The layers (examples/nn/) call a rounding hook per tensor; this program wires
-// that hook to minifloat::training sites. `train --help` explains every flag; docs/training.md
-// the rules.
+// that hook to minifloat::training sites. Every flag is declared once with CLI11 (add_flags and
+// the blocks it calls); `train --help` explains every flag; docs/training.md the rules.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,88 +42,51 @@ namespace mt = minifloat::training;
 
 namespace {
 
-constexpr std::string_view help_text = R"(usage: train [flags]
-
-Trains an example network on Fashion-MNIST with a low-precision assignment of the
+constexpr const char* description = R"(Trains an example network on Fashion-MNIST with a low-precision assignment of the
 precision-assignment paper, emulated by minifloat (docs/training.md has the rules).
+Each flag takes its value as --flag VALUE or --flag=VALUE, at most once.)";
 
-model and data
-  --model mlp|cnn            network (default mlp): MLP 784-512-512-10, or CNN
-                             conv-bn-relu-pool x2 + linear (examples/nn/models.hpp)
-  --width W                  width multiplier in (0, 8] (default 1): narrower models are
-                             harder to train in low precision
-  --data-dir PATH            Fashion-MNIST IDX files (default /usr/share/datasets/fashion-mnist)
-  --train-limit N            use only the first N training images (default 0 = all 60000)
-  --test-limit N             use only the first N test images (default 0 = all 10000)
-
-precision
-  --assignment NAME          fp32       every tensor fp32 (rounding off)
-                             all-high   every tensor in the high format fp(6,9,0)
-                             uniform    every tensor low except weight gradients
-                             op         operator-based: inputs of every GEMM but the first
-                                        and last low (input activation, weights, output gradient)
-                             op-variant op plus those GEMMs' outputs and input gradients
-                             ours       size-ordered demotion to ratio r (default)
-                             fixed      every tensor in --format (see weights and update)
-                             low formats: fp(4,3,4) for activations and weights, fp(5,2,0)
-                             for activation gradients; weight gradients stay high
-                             qm-qe, qm-qe+gecko, bitwave, bitwave+gecko: dynamic containers
-                             (Schrödinger's FP; flags below)
-  --ratio R                  ours: demote tensor groups until the demoted share of all
-                             elements reaches R, in [0, 1] (default 0.5)
-  --order decreasing|increasing|random
-                             ours: demotion order of the groups (default decreasing, the
-                             paper's; random draws the order from --seed)
-  --rounding nearest-even|nearest-away|stochastic
-                             rounding mode of every tensor (default nearest-even;
-                             nearest-away reproduces the paper's reference code)
-  --promotion on|off         promote a low activation or weight to high precision for good
-                             once its overflow ratio in a step reaches theta (default on)
-  --theta T                  promotion threshold in [0, 1] (default 0.01)
-
-optimisation
-  --loss-scaling on|off      dynamic loss scaling with GradScaler's rules (default on, off for fp32)
-  --init-scale S             initial loss scale (default 65536)
-  --growth-interval N        successful steps between scale growths (default one epoch)
-  --epochs N                 1 to 10000 (default 10)
-  --batch-size N             1 to 60000 (default 128)
-  --lr LR                    peak learning rate of the cosine schedule (default 0.05 for
-                             the MLP, 0.02 for the CNN, whose head is sharper: at 0.05 it
-                             learns more slowly, docs/examples.md §7)
-  --momentum M               SGD momentum (default 0.9)
-  --weight-decay WD          (default 5e-4)
-  --seed N                   initialisation, data order, stochastic rounding and random
-                             demotion order (default 1)
-  --threads N                threads that share the rounding of large tensors, 1 to 256
-                             (default 1; the layers' GEMMs run on the calling thread)
-
-output
-  --csv PATH                 write one row per epoch to PATH
-  --step-csv PATH            write one row per training step to PATH: batch loss, loss scale,
-                             skipped or not, low-precision ratio, and the largest overflow
-                             ratios of forward tensors in that step (the trajectory before a
-                             divergence)
-  --quiet                    only the per-epoch lines
-  --help                     this text
-
+constexpr const char* footer = R"(
 Every output file is created before the data loads (a bad path fails at once), each row is
 written whole and flushed, and a failed write or close ends the run with exit status 1.
 SIGINT or SIGTERM stops the run at the next step boundary: the CSVs keep their header and
 every completed row (the interrupted epoch has no --csv row), and the exit status is 130 or
-143. A flag given twice is an error.
+143. A bad value or a flag given twice is a usage error (exit status 2).
 
 Each epoch prints: train loss and accuracy, test accuracy, the low-precision ratio (bits,
 averaged over the epoch's steps), promotions (this epoch / total), the loss scale and the
 steps it skipped, the three largest overflow ratios of forward tensors (maximum over the
-epoch's steps), and the time.
-)";
+epoch's steps), and the time.)";
 
 enum class assignment_kind { fp32, all_high, uniform, op, op_variant, ours, fixed, qm_qe, qm_qe_gecko, bitwave, bitwave_gecko };
 
 constexpr bool is_dynamic(assignment_kind a) { return a >= assignment_kind::qm_qe; }
 
+constexpr examples::flags::choices<assignment_kind> assignments[] = {
+    {"fp32", assignment_kind::fp32},       {"all-high", assignment_kind::all_high},
+    {"uniform", assignment_kind::uniform}, {"op", assignment_kind::op},
+    {"op-variant", assignment_kind::op_variant}, {"ours", assignment_kind::ours},
+    {"fixed", assignment_kind::fixed},     {"qm-qe", assignment_kind::qm_qe},
+    {"qm-qe+gecko", assignment_kind::qm_qe_gecko}, {"bitwave", assignment_kind::bitwave},
+    {"bitwave+gecko", assignment_kind::bitwave_gecko}};
+constexpr examples::flags::choices<mt::demotion_order> demotion_orders[] = {
+    {"decreasing", mt::demotion_order::decreasing},
+    {"increasing", mt::demotion_order::increasing},
+    {"random", mt::demotion_order::random}};
+constexpr examples::flags::choices<minifloat::rounding> rounding_modes[] = {
+    {"nearest-even", minifloat::rounding::nearest_even},
+    {"nearest-away", minifloat::rounding::nearest_away},
+    {"stochastic", minifloat::rounding::stochastic}};
+constexpr examples::flags::choices<bool> switches[] = {{"on", true}, {"off", false}};
+constexpr examples::flags::choices<std::optional<bool>> loss_scaling_switches[] = {{"on", true}, {"off", false}};
+constexpr examples::flags::choices<std::string_view> models[] = {{"mlp", "mlp"}, {"cnn", "cnn"}};
+
+std::string_view name_of(assignment_kind a) { return examples::flags::name_of(assignments, a); }
+std::string_view name_of(mt::demotion_order o) { return examples::flags::name_of(demotion_orders, o); }
+std::string_view name_of(minifloat::rounding r) { return examples::flags::name_of(rounding_modes, r); }
+
 struct config {
-  std::string model = "mlp";
+  std::string_view model = "mlp";
   double width = 1.0;
   std::string data_dir{data::fashion_mnist_dir};
   std::size_t train_limit = 0, test_limit = 0;
@@ -151,204 +114,126 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-bool parse_switch(std::string_view flag, std::string_view text) {
-  if (text == "on") return true;
-  if (text == "off") return false;
-  throw usage_error(std::string(flag) + " expects on or off, got '" + std::string(text) + "'");
+/// Declares every flag of the trainer on `app`: its own here, the weight-storage block's
+/// (weight_options.hpp) and the dynamic containers' (dynamic_containers.hpp). Each flag's name,
+/// help, default and check are in its one declaration.
+void add_flags(CLI::App& app, config& c) {
+  namespace flags = examples::flags;
+  app.set_help_flag("--help,-h", "print this help and exit");
+  app.get_formatter()->column_width(29);
+  app.footer(std::string(footer) + "\n" + std::string(examples::dynamic_help));
+  app.allow_extras();  // unknown flags and stray arguments are reported by check_extras, in our words
+
+  const std::string data_group = "model and data";
+  flags::add_choice(app, "--model", c.model, models,
+                    "network: MLP 784-512-512-10, or CNN conv-bn-relu-pool x2 +\n"
+                    "linear (examples/nn/models.hpp)")->group(data_group);
+  // Parameters grow with width²: at 8 the MLP has 20 M (at 1e6 the allocation would fail).
+  app.add_option("--width", c.width, "width multiplier in (0, 8]: narrower models are harder to\ntrain in low precision")
+      ->type_name("W")->check(flags::positive(8))->capture_default_str()->group(data_group);
+  app.add_option("--data-dir", c.data_dir, "Fashion-MNIST IDX files")->type_name("PATH")->capture_default_str()->group(data_group);
+  app.add_option("--train-limit", c.train_limit, "use only the first N training images (0: all 60000)")
+      ->type_name("N")->check(flags::whole(0, std::size_t{1} << 40))->capture_default_str()->group(data_group);
+  app.add_option("--test-limit", c.test_limit, "use only the first N test images (0: all 10000)")
+      ->type_name("N")->check(flags::whole(0, std::size_t{1} << 40))->capture_default_str()->group(data_group);
+
+  const std::string precision_group = "precision";
+  flags::add_choice(app, "--assignment", c.assignment, assignments,
+                    "fp32       every tensor fp32 (rounding off)\n"
+                    "all-high   every tensor in the high format fp(6,9,0)\n"
+                    "uniform    every tensor low except weight gradients\n"
+                    "op         operator-based: inputs of every GEMM but the first\n"
+                    "           and last low (input activation, weights, output gradient)\n"
+                    "op-variant op plus those GEMMs' outputs and input gradients\n"
+                    "ours       size-ordered demotion to ratio r\n"
+                    "fixed      every tensor in --format (see weights and update)\n"
+                    "low formats: fp(4,3,4) for activations and weights, fp(5,2,0)\n"
+                    "for activation gradients; weight gradients stay high\n"
+                    "qm-qe, qm-qe+gecko, bitwave, bitwave+gecko: dynamic containers\n"
+                    "(Schrödinger's FP; the --dc-* flags)")
+      ->type_name("NAME")->group(precision_group);
+  app.add_option("--ratio", c.ratio, "ours: demote tensor groups until the demoted share of all\nelements reaches R, in [0, 1]")
+      ->type_name("R")->check(flags::in_range(0, 1))->capture_default_str()->group(precision_group);
+  flags::add_choice(app, "--order", c.order, demotion_orders,
+                    "ours: demotion order of the groups (decreasing is the paper's;\n"
+                    "random draws the order from --seed)")->group(precision_group);
+  flags::add_choice(app, "--rounding", c.mode, rounding_modes,
+                    "rounding mode of every tensor (nearest-away reproduces the\n"
+                    "paper's reference code)")->group(precision_group);
+  flags::add_choice(app, "--promotion", c.promotion, switches,
+                    "promote a low activation or weight to high precision for good\n"
+                    "once its overflow ratio in a step reaches theta")->group(precision_group);
+  app.add_option("--theta", c.theta, "promotion threshold in [0, 1]")
+      ->type_name("T")->check(flags::in_range(0, 1))->capture_default_str()->group(precision_group);
+
+  const std::string optimisation_group = "optimisation";
+  flags::add_choice(app, "--loss-scaling", c.loss_scaling, loss_scaling_switches,
+                    "dynamic loss scaling with GradScaler's rules (default on, off\nfor fp32)")->group(optimisation_group);
+  app.add_option("--init-scale", c.init_scale, "initial loss scale")
+      ->type_name("S")->check(flags::positive(std::numeric_limits<float>::max()))->capture_default_str()->group(optimisation_group);
+  app.add_option("--growth-interval", c.growth_interval, "successful steps between scale growths (default one epoch)")
+      ->type_name("N")->check(flags::whole(1, std::size_t{1} << 40))->group(optimisation_group);
+  app.add_option("--epochs", c.epochs, "1 to 10000")->type_name("N")->check(flags::whole(1, 10000))->capture_default_str()->group(optimisation_group);
+  app.add_option("--batch-size", c.batch_size, "1 to 60000")
+      ->type_name("N")->check(flags::whole(1, 60000))->capture_default_str()->group(optimisation_group);
+  app.add_option_function<double>("--lr", [&c](double v) { c.lr = v; },
+                                  "peak learning rate of the cosine schedule (default 0.05 for\n"
+                                  "the MLP, 0.02 for the CNN, whose head is sharper: at 0.05 it\n"
+                                  "learns more slowly, docs/examples.md §7; 1e-3 with AdamW)")
+      ->type_name("LR")->check(flags::positive())->group(optimisation_group);
+  app.add_option("--momentum", c.momentum, "SGD momentum, in [0, 1]")
+      ->type_name("M")->check(flags::in_range(0, 1))->capture_default_str()->group(optimisation_group);
+  app.add_option("--weight-decay", c.weight_decay, "in [0, 1]")
+      ->type_name("WD")->check(flags::in_range(0, 1))->capture_default_str()->group(optimisation_group);
+  app.add_option("--seed", c.seed, "initialisation, data order, stochastic rounding and random\ndemotion order")
+      ->type_name("N")->check(flags::whole(0, ~0ULL))->capture_default_str()->group(optimisation_group);
+  app.add_option("--threads", c.threads, "threads that share the rounding of large tensors, 1 to 256\n(the layers' GEMMs run on the calling thread)")
+      ->type_name("N")->check(flags::whole(1, 256))->capture_default_str()->group(optimisation_group);
+
+  const std::string output_group = "output";
+  app.add_option("--csv", c.csv, "write one row per epoch to PATH")->type_name("PATH")->group(output_group);
+  app.add_option("--step-csv", c.step_csv,
+                 "write one row per training step to PATH: batch loss, loss scale,\n"
+                 "skipped or not, low-precision ratio, and the largest overflow\n"
+                 "ratios of forward tensors in that step (the trajectory before a\n"
+                 "divergence)")
+      ->type_name("PATH")->group(output_group);
+  app.add_flag("--quiet", c.quiet, "only the per-epoch lines")
+      ->disable_flag_override()->multi_option_policy(CLI::MultiOptionPolicy::Throw)->group(output_group);
+
+  examples::add_weight_flags(app, c.weights);
+  examples::add_dynamic_flags(app, c.dynamic);
 }
 
-template <class T>
-T parse_choice(std::string_view flag, std::string_view text, std::initializer_list<std::pair<std::string_view, T>> choices) {
-  std::string names;
-  for (const auto& [name, value] : choices) {
-    if (text == name) return value;
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  }
-  throw usage_error(std::string(flag) + " expects one of " + names + ", got '" + std::string(text) + "'");
-}
-
-/// The trainer's own flags that take a value (weight_options.hpp and dynamic_containers.hpp list
-/// theirs); each is parsed below.
-constexpr std::string_view train_value_flags[] = {
-    "--model", "--width", "--data-dir", "--train-limit", "--test-limit", "--assignment", "--ratio", "--order",
-    "--rounding", "--promotion", "--theta", "--loss-scaling", "--init-scale", "--growth-interval", "--epochs",
-    "--batch-size", "--lr", "--momentum", "--weight-decay", "--seed", "--threads", "--csv", "--step-csv"};
-constexpr std::string_view train_switches[] = {"--quiet"};
-
-/// One flag of the command line and its text ("" for a switch given without one).
-struct given_flag {
-  std::string flag, value;
-};
-
-/// Splits the command line with CLI11 (`--flag value` and `--flag=value`): every flag of the three
-/// blocks at most once, each value flag with one value. Returns the flags given, or nothing for
-/// --help. Unknown flags, stray arguments, repeated flags and missing values are usage errors.
-std::optional<std::vector<given_flag>> split_command_line(int argc, char** argv) {
-  CLI::App app("train");
-  app.set_help_flag();  // the help text is ours (help_text and the blocks' sections)
-  app.allow_extras();   // reported below in our words
-  const CLI::Option* help = app.add_flag("--help,-h");
-  std::vector<CLI::Option*> options;
-  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_value_flags),
-                            std::span<const std::string_view>(examples::weight_value_flags),
-                            std::span<const std::string_view>(examples::dynamic_value_flags)})
-    for (const std::string_view name : names)
-      options.push_back(app.add_option(std::string(name))
-                            ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-                            ->allow_extra_args(false)
-                            ->expected(0, 1));
-  const std::size_t first_switch = options.size();
-  for (const std::span<const std::string_view> names : {std::span<const std::string_view>(train_switches),
-                            std::span<const std::string_view>(examples::weight_switches)})
-    for (const std::string_view name : names) options.push_back(app.add_flag(std::string(name)));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    throw usage_error(e.what());
-  }
-  if (help->count() > 0) return std::nullopt;
+/// Unknown flags and stray arguments, which CLI11 leaves over.
+void check_extras(const CLI::App& app) {
   for (const std::string& extra : app.remaining()) {
     if (extra.starts_with("-")) throw usage_error("unknown flag '" + extra.substr(0, extra.find('=')) + "'");
     throw usage_error("unexpected argument '" + extra + "'");
   }
-  std::vector<given_flag> given;
-  for (std::size_t k = 0; k < options.size(); ++k) {
-    const CLI::Option& o = *options[k];
-    if (o.count() == 0) continue;
-    const std::string name = o.get_name();
-    if (o.count() > 1) throw usage_error(name + " is given twice");  // not "the last one wins"
-    const std::string value = o.results().empty() ? std::string() : o.results().front();
-    if (k < first_switch && value.empty()) throw usage_error(name + " needs a value");
-    given.push_back({name, k < first_switch || value != "true" ? value : std::string()});
-  }
-  return given;
 }
 
-std::optional<config> parse_flags(int argc, char** argv) {
-  const std::optional<std::vector<given_flag>> given = split_command_line(argc, argv);
-  if (!given) return std::nullopt;
-  config c;
-  bool ratio_given = false, order_given = false, theta_given = false, dynamic_flag_given = false;
-  for (const given_flag& g : *given) {
-    const std::string_view flag = g.flag, value = g.value;
-    if (flag == "--quiet") {
-      if (!value.empty()) throw usage_error("--quiet takes no value");
-      c.quiet = true;
-    } else if (flag == "--model") c.model = parse_choice<std::string>(flag, value, {{"mlp", "mlp"}, {"cnn", "cnn"}});
-    else if (flag == "--width") {
-      // Parameters grow with width²: at 8 the MLP has 20 M (at 1e6 the allocation would fail).
-      c.width = examples::flags::positive(flag, value);
-      if (c.width > 8) throw usage_error("--width must be at most 8, got " + std::string(value));
-    }
-    else if (flag == "--data-dir") c.data_dir = value;
-    else if (flag == "--train-limit") c.train_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
-    else if (flag == "--test-limit") c.test_limit = examples::flags::at_least<std::size_t>(flag, value, 0);
-    else if (flag == "--assignment")
-      c.assignment = parse_choice<assignment_kind>(flag, value,
-                                                   {{"fp32", assignment_kind::fp32},
-                                                    {"all-high", assignment_kind::all_high},
-                                                    {"uniform", assignment_kind::uniform},
-                                                    {"op", assignment_kind::op},
-                                                    {"op-variant", assignment_kind::op_variant},
-                                                    {"ours", assignment_kind::ours},
-                                                    {"fixed", assignment_kind::fixed},
-                                                    {"qm-qe", assignment_kind::qm_qe},
-                                                    {"qm-qe+gecko", assignment_kind::qm_qe_gecko},
-                                                    {"bitwave", assignment_kind::bitwave},
-                                                    {"bitwave+gecko", assignment_kind::bitwave_gecko}});
-    else if (flag == "--ratio") {
-      c.ratio = examples::flags::in_range(flag, value, 0.0, 1.0);
-      ratio_given = true;
-    } else if (flag == "--order") {
-      c.order = parse_choice<mt::demotion_order>(flag, value,
-                                                 {{"decreasing", mt::demotion_order::decreasing},
-                                                  {"increasing", mt::demotion_order::increasing},
-                                                  {"random", mt::demotion_order::random}});
-      order_given = true;
-    }
-    else if (flag == "--rounding")
-      c.mode = parse_choice<minifloat::rounding>(flag, value,
-                                                 {{"nearest-even", minifloat::rounding::nearest_even},
-                                                  {"nearest-away", minifloat::rounding::nearest_away},
-                                                  {"stochastic", minifloat::rounding::stochastic}});
-    else if (flag == "--promotion") c.promotion = parse_switch(flag, value);
-    else if (flag == "--theta") {
-      c.theta = examples::flags::in_range(flag, value, 0.0, 1.0);
-      theta_given = true;
-    }
-    else if (flag == "--loss-scaling") c.loss_scaling = parse_switch(flag, value);
-    else if (flag == "--init-scale") c.init_scale = static_cast<float>(examples::flags::positive(flag, value));
-    else if (flag == "--growth-interval")
-      c.growth_interval = examples::flags::between<std::size_t>(flag, value, 1, std::size_t{1} << 40);
-    else if (flag == "--epochs") c.epochs = examples::flags::between<std::size_t>(flag, value, 1, 10000);
-    else if (flag == "--batch-size") c.batch_size = examples::flags::between<std::size_t>(flag, value, 1, 60000);
-    else if (flag == "--lr") c.lr = examples::flags::positive(flag, value);
-    else if (flag == "--momentum") c.momentum = examples::flags::in_range(flag, value, 0.0, 1.0);
-    else if (flag == "--weight-decay") c.weight_decay = examples::flags::in_range(flag, value, 0.0, 1.0);
-    else if (flag == "--seed") c.seed = examples::flags::number<std::uint64_t>(flag, value);
-    else if (flag == "--threads") c.threads = examples::flags::between<std::size_t>(flag, value, 1, 256);
-    else if (flag == "--csv") c.csv = value;
-    else if (flag == "--step-csv") c.step_csv = value;
-    else if (flag.starts_with("--dc-")) {
-      dynamic_flag_given = true;
-      if (!examples::parse_dynamic_flag(flag, value, c.dynamic)) throw usage_error("unknown flag '" + std::string(flag) + "'");
-    } else if (!examples::parse_weight_flag(c.weights, flag, value)) {
-      throw usage_error("unknown flag '" + std::string(flag) + "'");
-    }
-  }
+/// The checks across flags, once all are read.
+void finish_flags(const CLI::App& app, config& c) {
+  check_extras(app);
   examples::finish_weight_flags(c.weights);
-  if ((c.weights.compute || c.weights.compute_block) && c.assignment != assignment_kind::fixed) throw usage_error("--format applies to --assignment fixed only");
-  if (dynamic_flag_given && !is_dynamic(c.assignment))
+  const auto given = [&](const char* flag) { return app.get_option(flag)->count() > 0; };
+  if ((c.weights.compute || c.weights.compute_block) && c.assignment != assignment_kind::fixed)
+    throw usage_error("--format applies to --assignment fixed only");
+  if (examples::dynamic_flag_given(app) && !is_dynamic(c.assignment))
     throw usage_error("--dc-* flags apply to --assignment qm-qe, qm-qe+gecko, bitwave and bitwave+gecko only");
   if (is_dynamic(c.assignment)) {
     if (c.loss_scaling.value_or(false)) throw usage_error("dynamic containers train with loss scaling off");
     c.loss_scaling = false;
-    c.dynamic.method = c.assignment <= assignment_kind::qm_qe_gecko ? examples::dynamic_method::quantum
-                                                                     : examples::dynamic_method::bitwave;
-    c.dynamic.gecko = c.assignment == assignment_kind::qm_qe_gecko || c.assignment == assignment_kind::bitwave_gecko;
-    c.dynamic.quantum.seed = c.seed;
+    mt::dynamic_options& d = c.dynamic.controller;
+    d.method = c.assignment <= assignment_kind::qm_qe_gecko ? mt::dynamic_method::quantum : mt::dynamic_method::bitwave;
+    if (c.assignment == assignment_kind::qm_qe_gecko || c.assignment == assignment_kind::bitwave_gecko)
+      d.gecko = c.dynamic.gecko_variant;
+    d.quantum.seed = c.seed;
   }
-  if ((ratio_given || order_given) && c.assignment != assignment_kind::ours)
+  if ((given("--ratio") || given("--order")) && c.assignment != assignment_kind::ours)
     throw usage_error("--ratio and --order apply to --assignment ours only");
-  if (theta_given && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
-  if (!std::isfinite(c.init_scale)) throw usage_error("--init-scale must be a finite float");
-  return c;
-}
-
-/// The flags' parsers (flag_parsing.hpp, weight_options.hpp, dynamic_containers.hpp) throw
-/// std::invalid_argument: to the user each is a usage error.
-std::optional<config> parse_args(int argc, char** argv) {
-  try {
-    return parse_flags(argc, argv);
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(e.what());
-  }
-}
-
-std::string_view name_of(assignment_kind a) {
-  switch (a) {
-    case assignment_kind::fp32: return "fp32";
-    case assignment_kind::all_high: return "all-high";
-    case assignment_kind::uniform: return "uniform";
-    case assignment_kind::op: return "op";
-    case assignment_kind::op_variant: return "op-variant";
-    case assignment_kind::ours: return "ours";
-    case assignment_kind::fixed: return "fixed";
-    case assignment_kind::qm_qe: return "qm-qe";
-    case assignment_kind::qm_qe_gecko: return "qm-qe+gecko";
-    case assignment_kind::bitwave: return "bitwave";
-    case assignment_kind::bitwave_gecko: return "bitwave+gecko";
-  }
-  return "?";
-}
-
-std::string_view name_of(mt::demotion_order o) {
-  switch (o) {
-    case mt::demotion_order::decreasing: return "decreasing";
-    case mt::demotion_order::increasing: return "increasing";
-    case mt::demotion_order::random: return "random";
-  }
-  return "?";
+  if (given("--theta") && !c.promotion) throw usage_error("--theta has no effect with --promotion off");
 }
 
 using examples::site_hooks;
@@ -514,19 +399,17 @@ int run(const config& c) {
   site_hooks hooks(g, wired.site_of, c.threads);
   std::unique_ptr<examples::dynamic_container_hooks> dynamic;
   if (is_dynamic(c.assignment))
-    dynamic = std::make_unique<examples::dynamic_container_hooks>(desc, c.dynamic, std::move(out.tensor_csv));
+    dynamic = std::make_unique<examples::dynamic_container_hooks>(desc, c.dynamic.controller, std::move(out.tensor_csv));
   nn::rounding_hooks& active_hooks = dynamic ? static_cast<nn::rounding_hooks&>(*dynamic) : hooks;
 
   if (!c.quiet) {
     std::printf("train: %s width %g (%zu parameters), Fashion-MNIST %zu train / %zu test, batch %zu, %zu epochs, lr %g, GEMM %s\n",
-                c.model.c_str(), c.width, net.parameter_count(), train_set.size(), test_set.size(), c.batch_size, c.epochs,
+                std::string(c.model).c_str(), c.width, net.parameter_count(), train_set.size(), test_set.size(), c.batch_size, c.epochs,
                 base_lr, std::string(nn::name(nn::default_gemm_backend())).c_str());
     std::printf("assignment %s", std::string(name_of(c.assignment)).c_str());
     if (c.assignment == assignment_kind::ours)
       std::printf(" r=%g order=%s", c.ratio, std::string(name_of(c.order)).c_str());
-    std::printf(", rounding %s, promotion %s", c.mode == minifloat::rounding::nearest_even ? "nearest-even"
-                                               : c.mode == minifloat::rounding::nearest_away ? "nearest-away"
-                                                                                             : "stochastic",
+    std::printf(", rounding %s, promotion %s", std::string(name_of(c.mode)).c_str(),
                 c.promotion ? ("theta=" + format_number(c.theta)).c_str() : "off");
     std::printf(", loss scaling %s (init %g, growth interval %lld)\n", scaling ? "on" : "off",
                 static_cast<double>(c.init_scale), static_cast<long long>(scaler.options().growth_interval));
@@ -667,18 +550,26 @@ int run(const config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  config c;
+  CLI::App app(description, "train");
   try {
-    const std::optional<config> c = parse_args(argc, argv);
-    if (!c) {
-      std::fputs(help_text.data(), stdout);
-      std::fputs(examples::weight_help.data(), stdout);
-      std::fputs(examples::dynamic_help.data(), stdout);
-      return 0;
-    }
-    return run(*c);
+    add_flags(app, c);
+    app.parse(argc, argv);
+    finish_flags(app, c);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);  // the help, on stdout, exit status 0
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "train: %s (see train --help)\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // finish_weight_flags' checks across flags
+    std::fprintf(stderr, "train: %s (see train --help)\n", e.what());
+    return 2;
   } catch (const usage_error& e) {
     std::fprintf(stderr, "train: %s (see train --help)\n", e.what());
     return 2;
+  }
+  try {
+    return run(c);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train: %s\n", e.what());
     return 1;

@@ -1,13 +1,14 @@
 // weight_options.hpp — the example trainer's command-line block for weight storage, optimizer,
 // fused update, gradient clipping, the compute format of `--assignment fixed` and the memory
 // report (extra-mantissa-bits paper §3.1, §3.2, §4.1; docs/no-master-weights.md). Kept apart
-// from train.cpp so the trainer only forwards these flags here.
+// from train.cpp, which only hands its CLI11 app to add_weight_flags.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include <CLI/CLI.hpp>
 #include <minifloat/block.hpp>
 #include <minifloat/format.hpp>
 #include <minifloat/training/site.hpp>
@@ -27,17 +28,11 @@ struct weight_flags {
   bool adam_given = false;
 };
 
-/// The help section of these flags.
-extern const std::string_view weight_help;
-
-/// The flags of this block: those that take a value, and those that take none.
-inline constexpr std::string_view weight_value_flags[] = {
-    "--weights",    "--visible",          "--extra-bits",       "--split",  "--optimizer",  "--betas",
-    "--on-overflow", "--clip-value", "--clip-tensor-norm", "--clip-global-norm", "--format", "--memory-csv"};
-inline constexpr std::string_view weight_switches[] = {"--fused-update"};
-/// Applies one flag of this block; false if `flag` is not one of them. Throws
-/// std::invalid_argument with a message for a bad value.
-bool parse_weight_flag(weight_flags& f, std::string_view flag, std::string_view value);
+/// The help group of these flags.
+inline constexpr std::string_view weight_group = "weights and update (docs/no-master-weights.md)";
+/// Declares these flags on `app`, each writing its part of `f`; a bad value is a CLI11 error
+/// naming the flag.
+void add_weight_flags(CLI::App& app, weight_flags& f);
 /// The checks across flags, after all are read (throws std::invalid_argument).
 void finish_weight_flags(weight_flags& f);
 
