@@ -93,7 +93,8 @@ class CompressionState:
         g = self.group()
         return dist.get_rank(g), dist.get_world_size(g)
 
-    # Seeds: element i of bucket b draws from (seed_of(...), i). A rank's encoding folds its rank;
+    # Seeds: element i of bucket b draws from (key, i), the key folded from the user's seed by
+    # minifloat.fold_seed (C++ minifloat::fold_seed). A rank's encoding folds its rank;
     # roundings that every rank repeats identically (round back, the faithful ring's hops) fold
     # world_size + k, a value no rank has, so they never share a stream with a rank's encoding.
     def send_seed(self, step, rank, bucket_index):
