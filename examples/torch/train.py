@@ -174,7 +174,8 @@ def parser():
                       help="rounding of the sent gradients: nearest_even, stochastic, ... (default nearest_even)")
     comm.add_argument("--comm-overflow", choices=["saturate", "infinity"], default=None,
                       help="overflow of the sent gradients: infinity gives the format's Inf or NaN, which the loss "
-                           "scaler sees and backs off from (default infinity with dynamic loss scaling, else saturate)")
+                           "scaler sees and backs off from (default infinity for a scalar format with dynamic loss "
+                           "scaling, else saturate)")
     comm.add_argument("--comm-error-feedback", action="store_true",
                       help="keep each bucket's quantization residual and add it the next step")
     comm.add_argument("--comm-round-back", action="store_true",
@@ -323,7 +324,10 @@ def main(argv=None):
     if args.comm_format is not None:
         import minifloat.distributed as mfd
         try:
-            overflow = args.comm_overflow or ("infinity" if args.loss_scaling == "dynamic" else "saturate")
+            # A block format's scale follows each block's amax, so an element beyond the element
+            # maximum is not a range the loss scale can fix: block formats saturate, as the MX spec does.
+            block = args.comm_format in mf.NAMED_BLOCKS or args.comm_format.replace("_", "-") in mf.NAMED_BLOCKS
+            overflow = args.comm_overflow or ("infinity" if args.loss_scaling == "dynamic" and not block else "saturate")
             comm_hook = mfd.compress_hook(args.comm_format, args.comm_rounding, overflow=overflow,
                                           seed=args.seed, error_feedback=args.comm_error_feedback,
                                           round_back=args.comm_round_back, faithful_sum=args.comm_faithful_sum)

@@ -355,6 +355,11 @@ def _options(who, fmt, rounding, overflow, scale_rule, seed, round_back, error_f
     if scale_rule != blocks.SCALE_RULES[0] and not (isinstance(f, blocks.BlockFormat) and f.scaling == "e8m0"):
         raise ValueError(f"{who}: scale_rule={scale_rule!r} applies to MX block formats only, not {f}")
     seed = _seed(seed, who)
+    if isinstance(f, blocks.BlockFormat):  # the block codec's own checks, now rather than inside a collective
+        blocks._options(who, f, rounding, scale_rule, overflow, seed, 0, 0, None)
+        if overflow == "infinity" and not f.element.has_nan:  # encode_blocks would refuse an overflow mid-run
+            raise ValueError(f"{who}: overflow='infinity' needs element codes for Inf or NaN; {f.element} (in {f}) "
+                             "has none: use overflow='saturate'")
     for name, value in (("round_back", round_back), ("error_feedback", error_feedback),
                         ("faithful_sum", faithful_sum)):
         _flag(value, who, name)

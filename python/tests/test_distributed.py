@@ -257,6 +257,7 @@ def test_nan_in_a_bucket_follows_the_formats_nan_rule_is_counted_and_the_group_g
     ({"fmt": "e4m3", "scale_rule": "rceil"}, ValueError, "scale_rule"),
     ({"fmt": "mxfp4", "scale_rule": "up"}, ValueError, "scale_rule"),
     ({"fmt": "e4m3", "faithful_sum": True, "round_back": True}, ValueError, "round_back"),
+    ({"fmt": "mxfp4", "overflow": "infinity"}, ValueError, "overflow"),
 ])
 def test_bad_arguments_raise_naming_the_argument(kwargs, error, words):
     kwargs = dict(kwargs)
