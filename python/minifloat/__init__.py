@@ -11,7 +11,7 @@ from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, en
                    quantize, quantize_, unpack)
 from .autograd import quantize_ste
 from .interop import dtype_of, format_of
-from . import blocks, compat, distributed, optim
+from . import blocks, compat, distributed, operands, optim
 from .blocks import (NAMED_BLOCKS, BlockFormat, BlockStats, block_format, decode_blocks, encode_blocks, mxfp4,
                      mxfp6_e2m3, mxfp6_e3m2, mxfp8_e4m3, mxfp8_e5m2, mxint8, nvfp4, quantize_blocks)
 
@@ -34,7 +34,7 @@ __all__ = [
     "Format", "format", "parse_format", "NAMED", "binary32", "binary16", "bfloat16", "e5m2", "e4m3", "fp_6_9_0",
     "fp_4_3_4", "fp_5_2_0", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1", "int8_mx", "ROUNDING", "OVERFLOW", "GECKO_VARIANTS", "RoundingStats", "quantize", "quantize_",
     "encode", "decode", "fold_seed", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
-    "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat", "distributed", "format_of", "dtype_of", "__version__",
+    "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat", "distributed", "operands", "format_of", "dtype_of", "__version__",
     "blocks", "NAMED_BLOCKS", "BlockFormat", "BlockStats", "block_format", "quantize_blocks", "encode_blocks",
     "decode_blocks", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8", "nvfp4",
 ]
