@@ -51,9 +51,9 @@ void bm_step(benchmark::State& state) {
   g.seed_sites(1);
   examples::site_hooks sites(g, wired.site_of, 1);
 
-  examples::dynamic_options o;
-  o.method = variant == 5 ? examples::dynamic_method::bitwave : examples::dynamic_method::quantum;
-  o.gecko = variant == 4;
+  mt::dynamic_options o;
+  o.method = variant == 5 ? mt::dynamic_method::bitwave : mt::dynamic_method::quantum;
+  if (variant == 4) o.gecko = minifloat::storage::gecko_variant::faithful;
   o.quantum.seed = 1;
   o.learn_epochs = variant == 2 ? 0 : 1000;  // fixed containers: frozen from the start
   std::unique_ptr<examples::dynamic_container_hooks> dynamic;
