@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <minifloat/random.hpp>
+#include <minifloat/training/parameter_seed.hpp>
 
 namespace examples {
 
@@ -102,7 +103,7 @@ weight_store::weight_store(nn::sequential& net, const weight_config& config, min
     s.param = &p;
     s.name = i < names.size() ? names[i] : p.name;
     // Each tensor its own stream of stochastic draws.
-    const std::uint64_t seed = minifloat::detail::mix64(config_.seed + minifloat::detail::golden64 * (i + 1));
+    const std::uint64_t seed = minifloat::training::parameter_seed(config_.seed, i);
     if (config_.mode == weight_mode::low_extra)
       s.weights.emplace<ms::split_tensor>(p.value, ms::split_layout{config_.visible, config_.extra_bits, config_.split}, seed);
     else if (config_.mode == weight_mode::low_only && config_.visible_blocks)

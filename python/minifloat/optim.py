@@ -149,7 +149,9 @@ def _float_array(tensor, what):
 
 
 def _seed_of(seed, i):
-    return (seed * 0x9E3779B97F4A7C15 + i) % (1 << 64)
+    """Parameter i's seed: the library's rule (training/parameter_seed.hpp), as the C++ trainer's;
+    a negative or wide run seed is taken modulo 2**64."""
+    return _core.parameter_seed(int(seed) % (1 << 64), i)
 
 
 class _StoredOptimizer(torch.optim.Optimizer):

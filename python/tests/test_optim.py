@@ -249,3 +249,14 @@ def test_a_checkpoint_of_another_storage_or_model_is_refused_and_changes_nothing
     with pytest.raises(ValueError):
         small.load_state_dict(saved)
     assert torch.equal(q.detach(), before)
+
+
+def test_parameter_i_is_stored_with_the_library_seed_rule_fold_seed_of_the_run_seed_and_i():
+    # One rule in both trainers (training/parameter_seed.hpp): parameter i of the model's order
+    # draws from fold_seed(run seed, i); a negative run seed is taken modulo 2**64.
+    params = [torch.nn.Parameter(torch.randn(5)) for _ in range(3)]
+    for run_seed in (11, -2):
+        optimizer = mf.optim.SGD(params, lr=0.1, storage=mf.optim.SplitStorage(mf.bfloat16, 8, "stochastic"),
+                                 seed=run_seed)
+        seeds = [optimizer.state[p]["weights"].parts()[3] for p in params]
+        assert seeds == [mf.fold_seed(run_seed % 2**64, i) for i in range(3)]
