@@ -210,7 +210,7 @@ inline void exponent_pair(const float* p, int base, u64x2& exps, u64x2& ors) noe
 /// whose magnitudes d ^ (d >> 31) OR to the index, or 7 (escape: 8 raw bits) when none does.
 inline constexpr auto width_codes = [] {
   std::array<std::uint8_t, 256> t{};
-  for (unsigned m = 0; m < 256; ++m) t[m] = static_cast<std::uint8_t>(std::min(std::bit_width(m), 7U));
+  for (unsigned m = 0; m < 256; ++m) t[m] = static_cast<std::uint8_t>(std::min<unsigned>(std::bit_width(m), 7U));
   return t;
 }();
 
