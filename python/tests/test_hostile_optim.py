@@ -174,7 +174,7 @@ def test_block_storage_steps_are_the_cpp_steps_on_the_same_data():
     params = [torch.nn.Parameter(torch.from_numpy(v.copy())) for v in initial]
     storage = mf.optim.BlockStorage("mxfp4", "stochastic")
     optimizer = mf.optim.AdamW(params, lr=1e-2, storage=storage, seed=9)
-    seeds = [(9 * 0x9E3779B97F4A7C15 + i) % (1 << 64) for i in range(len(shapes))]
+    seeds = [mf.fold_seed(9, i) for i in range(len(shapes))]  # the per-parameter seed rule
     direct = [_core.BlockWeights(v.ctypes.data, v.size, "mxfp4", v.shape[0] if v.ndim == 2 else 1,
                                      list(_core.rounding_names).index("stochastic"), s)
               for v, s in zip(initial, seeds)]

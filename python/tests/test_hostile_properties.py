@@ -79,7 +79,7 @@ def test_every_step_is_the_cpp_single_tensor_step_on_the_same_data(shape_list, s
     opt = cls(params, storage=storage, seed=seed, **hyper)
     direct = []
     for i, (v, p) in enumerate(zip(initial, params)):
-        s = (seed * 0x9E3779B97F4A7C15 + i) % (1 << 64)
+        s = mf.fold_seed(seed, i)  # the per-parameter seed rule (training/parameter_seed.hpp)
         flat = np.ascontiguousarray(v.reshape(-1))
         w = storage.make(flat, s, mf.optim.BlockStorage._rows(p)) if isinstance(storage, mf.optim.BlockStorage) \
             else storage.make(flat, s)

@@ -91,7 +91,7 @@ def test_lossy_storage_steps_are_the_cpp_optimizers_steps():
     grads = [[rng.standard_normal(v.size).astype(np.float32) * 1e-2 for v in initial] for _ in range(3)]
     params = [torch.nn.Parameter(torch.from_numpy(v.copy())) for v in initial]
     optimizer = mf.optim.AdamW(params, lr=1e-2, storage=mf.optim.SplitStorage(mf.binary16, 8, "stochastic"), seed=3)
-    direct = [_core.SplitWeights(v.ctypes.data, v.size, mf.binary16._key, 8, 1, (3 * 0x9E3779B97F4A7C15 + i) % (1 << 64))
+    direct = [_core.SplitWeights(v.ctypes.data, v.size, mf.binary16._key, 8, 1, mf.fold_seed(3, i))
               for i, v in enumerate(initial)]
     states = [_core.AdamState() for _ in initial]
     for step_grads in grads:
