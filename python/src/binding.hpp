@@ -61,6 +61,9 @@ inline format to_format(const format_tuple& t) {
   const auto [e, m, bias, subnormals, encoding] = t;
   return format{e, m, bias, subnormals, enumerator<specials>(encoding, specials_names, "specials")};
 }
+inline format_tuple to_tuple(const format& f) {
+  return {f.exponent_bits, f.mantissa_bits, f.exponent_bias, f.subnormals, static_cast<int>(f.encoding)};
+}
 
 /// (mode index, overflow index, random_bits, seed, index) as the Python layer passes them.
 using options_tuple = std::tuple<int, int, int, std::uint64_t, std::uint64_t>;

@@ -23,60 +23,11 @@
 #include <minifloat/storage/packed_block.hpp>
 
 #include "binding.hpp"
+#include "block_tuples.hpp"
 
 namespace minifloat::python {
 
 namespace {
-
-// Name tables in enumerator order (see binding.hpp).
-const std::vector<std::string> block_scaling_names{"e8m0", "e4m3_times_tensor"};
-
-/// Scale rules go by block.hpp's own table (torchao's ScaleCalculationMode values), so a rule
-/// added there needs nothing here or in Python: Python passes a position in this table.
-std::vector<std::string> scale_rule_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, rule] : named_scale_rules) names.emplace_back(name);
-  return names;
-}
-
-scale_rule to_scale_rule(int index) {
-  if (index < 0 || static_cast<std::size_t>(index) >= std::size(named_scale_rules))
-    throw std::invalid_argument("minifloat: scale rule index " + std::to_string(index) + " is unknown");
-  return named_scale_rules[index].second;
-}
-
-/// (element format tuple, block_size, scaling index, integer_elements) as the Python BlockFormat holds it.
-using block_format_tuple = std::tuple<format_tuple, int, int, bool>;
-
-block_format to_block_format(const block_format_tuple& t) {
-  const auto& [element, size, scaling, integer] = t;
-  return block_format{to_format(element), size, enumerator<block_scaling>(scaling, block_scaling_names, "block scaling"),
-                      integer};
-}
-
-format_tuple to_tuple(const format& f) {
-  return {f.exponent_bits, f.mantissa_bits, f.exponent_bias, f.subnormals, static_cast<int>(f.encoding)};
-}
-
-block_format_tuple to_tuple(const block_format& f) {
-  return {to_tuple(f.element), f.block_size, static_cast<int>(f.scaling), f.integer_elements};
-}
-
-/// (mode, overflow, random_bits, seed, index, scale rule index, tensor_scale) as the Python layer passes them.
-using block_options_tuple = std::tuple<int, int, int, std::uint64_t, std::uint64_t, int, float>;
-
-block_options to_block_options(const block_options_tuple& t) {
-  const auto [mode, on_overflow, random_bits, seed, index, rule, tensor_scale] = t;
-  block_options o;
-  o.mode = enumerator<rounding>(mode, rounding_names, "rounding");
-  o.on_overflow = enumerator<overflow>(on_overflow, overflow_names, "overflow");
-  o.random_bits = random_bits;
-  o.seed = seed;
-  o.index = index;
-  o.rule = to_scale_rule(rule);
-  o.tensor_scale = tensor_scale;
-  return o;
-}
 
 /// A tensor seen as (before, length, after) with blocks along `length`, cut into units: whole
 /// blocks contiguous in memory, each one block.hpp call. after = 1: a run of up to
@@ -143,12 +94,11 @@ std::size_t workers_for(const block_geometry& g, int threads) {
   return worker_count(unit_pieces(g).second * elements_per_piece, threads);
 }
 
-py::tuple stats_tuple(const std::vector<block_stats>& per_worker) {
+/// The workers' statistics summed.
+py::tuple summed_stats_tuple(const std::vector<block_stats>& per_worker) {
   block_stats t;
   for (const auto& s : per_worker) t += s;
-  const rounding_stats& e = t.elements;
-  return py::make_tuple(py::make_tuple(e.values, e.overflows, e.underflows, e.nans, e.infinities), t.blocks,
-                        t.scale_clamped, t.nan_blocks);
+  return stats_tuple(t);
 }
 
 /// Checks the format and options before anything is written, and resolves NVFP4's per-tensor
@@ -186,7 +136,7 @@ py::object quantize_blocks_call(std::uintptr_t in, std::uintptr_t out, const blo
     });
   }
   if (!want_stats) return py::none();
-  return stats_tuple(stats);
+  return summed_stats_tuple(stats);
 }
 
 /// Element codes one byte per value, or (packed, 4-bit elements) two per byte: value 2i in the
@@ -242,7 +192,7 @@ py::tuple encode_blocks_call(std::uintptr_t in, std::uintptr_t elements, std::ui
     });
   }
   const float tensor_scale = f.scaling == block_scaling::e4m3_times_tensor ? o.tensor_scale : 1.0f;
-  return py::make_tuple(tensor_scale, want_stats ? py::object(stats_tuple(stats)) : py::none());
+  return py::make_tuple(tensor_scale, want_stats ? py::object(summed_stats_tuple(stats)) : py::none());
 }
 
 /// Values of element codes (one byte per value, or packed two per byte as encode_blocks_call

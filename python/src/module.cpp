@@ -25,9 +25,6 @@ namespace minifloat::python {
 
 namespace {
 
-format_tuple to_tuple(const format& f) {
-  return {f.exponent_bits, f.mantissa_bits, f.exponent_bias, f.subnormals, static_cast<int>(f.encoding)};
-}
 
 template <class S>
 py::object quantize_typed(std::uintptr_t in, std::uintptr_t out, std::size_t n, const format& f,

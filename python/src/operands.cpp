@@ -15,48 +15,11 @@
 #include <minifloat/operand.hpp>
 
 #include "binding.hpp"
+#include "block_tuples.hpp"
 
 namespace minifloat::python {
 
 namespace {
-
-// The block-format and block-option tuples as python/minifloat/blocks.py passes them to
-// blocks.cpp: (element format tuple, block_size, scaling index, integer_elements) and (mode,
-// overflow, random_bits, seed, index, scale rule index, tensor_scale), scalings and scale rules
-// by their position in block.hpp's enumerators and named_scale_rules.
-using block_format_tuple = std::tuple<format_tuple, int, int, bool>;
-using block_options_tuple = std::tuple<int, int, int, std::uint64_t, std::uint64_t, int, float>;
-
-block_format to_block_format(const block_format_tuple& t) {
-  const auto& [element, size, scaling, integer] = t;
-  return block_format{to_format(element), size,
-                      enumerator<block_scaling>(scaling, {"e8m0", "e4m3_times_tensor"}, "block scaling"), integer};
-}
-
-block_options to_block_options(const block_options_tuple& t) {
-  const auto [mode, on_overflow, random_bits, seed, index, rule, tensor_scale] = t;
-  if (rule < 0 || static_cast<std::size_t>(rule) >= std::size(named_scale_rules))
-    throw std::invalid_argument("minifloat: scale rule index " + std::to_string(rule) + " is unknown");
-  block_options o;
-  o.mode = enumerator<rounding>(mode, rounding_names, "rounding");
-  o.on_overflow = enumerator<overflow>(on_overflow, overflow_names, "overflow");
-  o.random_bits = random_bits;
-  o.seed = seed;
-  o.index = index;
-  o.rule = named_scale_rules[rule].second;
-  o.tensor_scale = tensor_scale;
-  return o;
-}
-
-format_tuple to_tuple(const format& f) {
-  return {f.exponent_bits, f.mantissa_bits, f.exponent_bias, f.subnormals, static_cast<int>(f.encoding)};
-}
-
-py::tuple stats_tuple(const block_stats& t) {
-  const rounding_stats& e = t.elements;
-  return py::make_tuple(py::make_tuple(e.values, e.overflows, e.underflows, e.nans, e.infinities), t.blocks,
-                        t.scale_clamped, t.nan_blocks);
-}
 
 /// (product format, product mode, accumulator format, accumulator mode, overflow, promote_every,
 /// random_bits, seed) as python/minifloat/operands.py passes them.
@@ -69,7 +32,7 @@ accumulation to_accumulation(const accumulation_tuple& t) {
                       enumerator<overflow>(on_overflow, overflow_names, "overflow"), promote, random_bits, seed};
 }
 
-accumulation_tuple to_tuple(const accumulation& a) {
+accumulation_tuple to_accumulation_tuple(const accumulation& a) {
   return {to_tuple(a.product), static_cast<int>(a.product_rounding), to_tuple(a.accumulator),
           static_cast<int>(a.accumulator_rounding), static_cast<int>(a.on_overflow), a.promote_every, a.random_bits,
           a.seed};
@@ -134,7 +97,7 @@ void bind_operands(py::module_& m) {
     return py::make_tuple(st.blocks, st.scaled_to_four);
   });
 
-  m.attr("hopper_fp8_model") = to_tuple(hopper_fp8_model);
+  m.attr("hopper_fp8_model") = to_accumulation_tuple(hopper_fp8_model);
   m.def("emulated_gemm", [](std::uintptr_t a, std::uintptr_t b, std::uintptr_t c, std::size_t rows, std::size_t cols,
                             std::size_t depth, bool a_transposed, bool b_transposed, const accumulation_tuple& t) {
     const accumulation acc = to_accumulation(t);

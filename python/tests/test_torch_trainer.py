@@ -102,3 +102,29 @@ def test_a_tiny_dynamic_run_reports_learned_bitlengths_per_epoch_and_tensor(tmp_
         # Three steps a epoch, history 2, threshold 0: BitWave moved, then was fixed at its average.
         assert rows[0]["bw_mantissa_bits"] != "23" or rows[0]["bw_narrowing"] != "0"
         assert len({t["mantissa_bits"] for t in tensors}) <= 2  # one network-wide container per epoch
+
+
+def test_the_trainers_dynamic_container_flags_default_to_the_library_controllers_options():
+    # train.py builds its parser before importing torch (fast --help and errors), so it writes
+    # the --dc-* defaults and names out; they must stay the C++ controller's (dynamic_controller.hpp).
+    import importlib.util
+    import minifloat as mf
+    import minifloat.training as mt
+    spec = importlib.util.spec_from_file_location("torch_train_for_test", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    args = train.parser().parse_args([])
+    library = mt.DynamicOptions()
+    for flag, field in [("dc_gamma_m", "gamma_mantissa"), ("dc_gamma_e", "gamma_exponent"), ("dc_bit_lr", "bit_lr"),
+                        ("dc_lambda", "lambda_rule"), ("dc_exponent_gradient", "exponent_gradient"),
+                        ("dc_learn_epochs", "learn_epochs"), ("dc_relearn_epochs", "relearn_epochs"),
+                        ("dc_bw_history", "bw_history"), ("dc_bw_threshold", "bw_threshold"),
+                        ("dc_bw_cadence", "bw_cadence"), ("dc_bw_fix_epoch", "bw_fix_epoch"), ("dc_gecko", "gecko"),
+                        ("dc_sign", "sign")]:
+        assert getattr(args, flag) == getattr(library, field), flag
+    choices = {a.dest: a.choices for a in train.parser()._actions}
+    assert list(choices["dynamic"]) == list(mf._core.dynamic_method_names)
+    assert list(choices["dc_lambda"]) == list(mf._core.lambda_rule_names)
+    assert list(choices["dc_exponent_gradient"]) == list(mf._core.exponent_gradient_names)
+    assert list(choices["dc_gecko"]) == list(mf._core.gecko_variant_names)
+    assert list(choices["dc_sign"]) == list(mf._core.sign_rule_names)
