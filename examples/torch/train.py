@@ -104,6 +104,9 @@ def parser():
     p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam",
                    help="Adam, or SGD with momentum 0.9 (default adam)")
     p.add_argument("--lr", type=_positive_float, default=None, help="learning rate (default 2e-3 Adam, 0.05 SGD)")
+    p.add_argument("--weight-decay", type=_non_negative, default=0.0, help="L2 weight decay of the optimizer (default 0)")
+    p.add_argument("--lr-schedule", choices=["constant", "cosine"], default="constant",
+                   help="constant, or cosine decay to 0 over all steps, stepped after every batch (default constant)")
     p.add_argument("--seed", type=int, default=0, help="seed of initialisation, data order and rounding (default 0)")
     p.add_argument("--assignment", choices=["fp32", "all-high", "uniform", "op", "op-variant", "ours"], default=None,
                    help="precision assignment (the paper's §3.1 and §4.1; fp32: no rounding) (default ours; "
@@ -389,13 +392,17 @@ def main(argv=None):
     lr = args.lr if args.lr is not None else (2e-3 if args.optimizer == "adam" else 0.05)
     kind, extra = args.weights
     if kind == "fp32-master":
-        opt = (torch.optim.Adam(model.parameters(), lr=lr) if args.optimizer == "adam"
-               else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+        opt = (torch.optim.Adam(model.parameters(), lr=lr, weight_decay=args.weight_decay) if args.optimizer == "adam"
+               else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=args.weight_decay))
     else:
         storage = mf.optim.LowStorage(visible) if kind == "low-only" else mf.optim.SplitStorage(visible, extra)
-        opt = (mf.optim.Adam(model.parameters(), lr=lr, storage=storage, seed=args.seed) if args.optimizer == "adam"
-               else mf.optim.SGD(model.parameters(), lr=lr, momentum=0.9, storage=storage, seed=args.seed))
+        opt = (mf.optim.Adam(model.parameters(), lr=lr, weight_decay=args.weight_decay, storage=storage, seed=args.seed)
+               if args.optimizer == "adam" else
+               mf.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=args.weight_decay, storage=storage,
+                            seed=args.seed))
     steps_per_epoch = (len(train) + args.batch_size - 1) // args.batch_size
+    schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.epochs * steps_per_epoch, eta_min=0.0)
+                if args.lr_schedule == "cosine" else None)
     scaler = mt.LossScaler(growth_interval=args.growth_interval or steps_per_epoch,
                            enabled=args.loss_scaling == "dynamic")
 
@@ -431,6 +438,8 @@ def main(argv=None):
             step_started = time.perf_counter()
             r = mt.training_step(pm, opt, scaler, loss_fn, x, y, step, store)
             step_seconds += time.perf_counter() - step_started
+            if schedule is not None:
+                schedule.step()
             step += 1
             skipped += not r.stepped
             promotions += r.promoted
