@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 
 # Printed by the interpreter that runs train.py, with train.py's environment, so the versions are
@@ -40,6 +41,8 @@ def versions(python: str, env: dict, cwd: str) -> dict:
     v = json.loads(out.stdout)
     with open(v["extension_path"], "rb") as f:
         v["extension_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    if os.path.commonpath([os.path.abspath(cwd), v["extension_path"]]) == os.path.abspath(cwd):
+        v["extension_path"] = os.path.relpath(v["extension_path"], cwd)   # the same in every checkout
     return v
 
 

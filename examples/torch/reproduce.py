@@ -185,7 +185,7 @@ def _run_one(cfg: Config, seed: int, out: str, python: str, env: dict, origin: d
             "returncode": proc.returncode, "wall_s": round(wall, 2),
             "cpu_user_s": round(usage.ru_utime, 2), "cpu_sys_s": round(usage.ru_stime, 2),
             "max_rss_kb": usage.ru_maxrss, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "loadavg_at_end": os.getloadavg(), **origin}
+            "loadavg_at_end": os.getloadavg(), **origin, **provenance.git_state(ROOT)}
     ok = proc.returncode == 0 and os.path.exists(partial)
     if ok:
         with open(path[:-4] + ".json.tmp", "w") as f:

@@ -1,8 +1,9 @@
-"""docs/results-torch.md from the reproduction's CSVs (examples/torch/reproduce.py calls document()).
+"""docs/results-torch.md from the committed runs (examples/torch/reproduce.py calls document()).
 
-Every number in the document is computed here from the CSVs train.py wrote and the timing files
-reproduce.py wrote next to them; nothing is typed in by hand. The claim checks at the top are
-sentences built from the same numbers with the criteria stated in the document.
+Every number in the document is computed here from the CSVs train.py wrote and the metadata
+reproduce.py wrote next to them (results/torch/PART/CONFIG-sSEED.{csv,json,log}); nothing is typed
+in by hand, and nothing depends on when or where it runs, so rerunning it on the committed data
+rewrites the document byte for byte. Every verdict is verdict.py's one rule.
 """
 
 from __future__ import annotations
@@ -11,100 +12,84 @@ import csv
 import json
 import math
 import os
+import re
 import statistics
-import time
 
-DIVERGED_BELOW = 0.20   # some epoch's test accuracy under this (10 classes: chance is 0.10), or a non-finite loss
+from verdict import CONFIDENCE, KEEP_MARGIN, POWER, mde_for, paired
+
+DIVERGED_BELOW = 0.20   # test accuracy under this (10 classes: chance is 0.10), or a non-finite loss
 
 
 # -- reading ------------------------------------------------------------------------------------
 
 class Run:
-    """One (configuration, seed): its CSV rows and timing."""
+    """One (configuration, seed): its CSV rows (one per epoch) and metadata."""
 
     def __init__(self, path):
         with open(path, newline="") as f:
             self.rows = list(csv.DictReader(f))
+        self.seed = int(re.search(r"-s(\d+)\.csv$", path).group(1))
         meta = path[:-4] + ".json"
         self.meta = json.load(open(meta)) if os.path.exists(meta) else {}
-        last = self.rows[-1]
-        self.loss = float(last["train_loss"])
+        first, last = self.rows[0], self.rows[-1]
         self.test = float(last["test_accuracy"])
-        self.diverged = any(not math.isfinite(float(r["train_loss"])) or float(r["test_accuracy"]) < DIVERGED_BELOW
-                            for r in self.rows)
+        bad = [not math.isfinite(float(r["train_loss"])) or float(r["test_accuracy"]) < DIVERGED_BELOW for r in self.rows]
+        self.diverged_final, self.diverged_any = bad[-1], any(bad)
         self.low_ratio = statistics.fmean(float(r["low_ratio"]) for r in self.rows)   # the paper's: mean over epochs
         self.bits = statistics.fmean(float(r["paper_total_bits"]) for r in self.rows)
+        self.bits_first, self.bits_last = float(first["paper_total_bits"]), float(last["paper_total_bits"])
         self.promotions = sum(int(r["promotions"]) for r in self.rows)
+        self.promotions_last = int(last["promotions"])
         self.skipped = sum(int(r["skipped_steps"]) for r in self.rows)
         peak = lambda col: max(int(r[col]) for r in self.rows)   # noqa: E731
         self.act = peak("saved_activation_peak_bytes")
+        self.act_last = int(last["saved_activation_peak_bytes"])
         self.act_fp32 = peak("saved_activation_fp32_peak_bytes")
         self.weight = peak("saved_weight_peak_bytes")
         self.other = peak("saved_other_peak_bytes")
         self.opt = peak("optimizer_weight_bytes") + peak("optimizer_state_bytes")
-        self.extra = {k: v for k, v in last.items() if k not in _KNOWN}
 
     @property
     def measured(self):
-        """Measured peak bytes: saved activations + saved weight copies + other saved tensors +
-        the optimizer's weights and state (each the peak over the run's epochs)."""
+        """Saved activations + saved weight copies + other saved tensors + the optimizer's weights
+        and state, each the peak over the run's epochs."""
         return self.act + self.weight + self.other + self.opt
 
-
-_KNOWN = {"epoch", "train_loss", "train_accuracy", "test_accuracy", "steps", "skipped_steps", "loss_scale", "promotions",
-          "low_ratio", "paper_total_bits", "saved_activation_peak_bytes", "saved_activation_fp32_peak_bytes",
-          "saved_weight_peak_bytes", "saved_other_peak_bytes", "optimizer_weight_bytes", "optimizer_state_bytes",
-          "seconds"}
+    @property
+    def cpu(self):
+        return self.meta["cpu_user_s"] + self.meta["cpu_sys_s"] if self.meta else None
 
 
 class Row:
-    """A configuration over its seeds."""
+    """A configuration over the seeds it has runs for."""
 
     def __init__(self, cfg, runs):
-        self.cfg, self.runs = cfg, runs
+        self.cfg, self.by_seed = cfg, {r.seed: r for r in runs}
+        self.runs = [self.by_seed[s] for s in sorted(self.by_seed)]
 
     @property
     def n(self):
         return len(self.runs)
 
-    def _mean(self, attr):
+    def mean(self, attr):
         return statistics.fmean(getattr(r, attr) for r in self.runs)
 
-    @property
-    def acc(self):
-        return self._mean("test")
-
-    @property
-    def lo(self):
-        return min(r.test for r in self.runs)
-
-    @property
-    def hi(self):
-        return max(r.test for r in self.runs)
-
-    @property
-    def ratio(self):
-        return self._mean("low_ratio")
-
-    @property
-    def bits(self):
-        return self._mean("bits")
-
-    @property
-    def act(self):
-        return self._mean("act")
-
-    @property
-    def diverged(self):
-        return sum(r.diverged for r in self.runs)
+    def div(self, which):
+        return f"{sum(getattr(r, 'diverged_' + which) for r in self.runs)}/{self.n}"
 
 
-def load(out, cfgs, seeds):
+def load(out, cfgs):
     rows = {}
     for c in cfgs:
-        runs = [Run(c.csv(out, s)) for s in seeds if os.path.exists(c.csv(out, s))]
+        runs = [Run(c.csv(out, s)) for s in c.seeds if os.path.exists(c.csv(out, s))]
         rows[(c.part, c.name)] = Row(c, runs) if runs else None
     return rows
+
+
+def compare(row, ref, metric=lambda r: 100 * r.test):
+    """The rule on row - ref over their common seeds (points of test accuracy by default)."""
+    seeds = sorted(set(row.by_seed) & set(ref.by_seed))
+    return paired(metric(row.by_seed[s]) - metric(ref.by_seed[s]) for s in seeds)
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -113,431 +98,381 @@ def pct(x, digits=1):
     return f"{100 * x:.{digits}f}"
 
 
-def acc_cell(row):
-    if row is None:
-        return "not run", "", ""
-    rng = f"{pct(row.lo)}–{pct(row.hi)}" if row.n > 1 else "(1 seed)"
-    return pct(row.acc), rng, str(row.n)
-
-
 def mib(b):
     return f"{b / 2**20:.2f}"
 
 
-def table(header, rows):
+def table(header, body):
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
+    return "\n".join(out + ["| " + " | ".join(str(c) for c in r) + " |" for r in body])
 
 
-def assignment_table(rows, keys, fp32, all_high, note_shared=()):
-    """Accuracy against low-precision ratio with the measured memory of each row."""
-    header = ["assignment", "seeds", "low-precision ratio", "test acc. % (mean)", "range", "Δ vs fp32 (points)",
-              "diverged", "saved activations MiB", "× fp32", "saved weights MiB", "other MiB",
-              "optimizer MiB", "total measured MiB", "paper aggregate × all-high"]
+def acc_cells(row):
+    accs = [100 * r.test for r in row.runs]
+    sd = f"{statistics.stdev(accs):.2f}" if len(accs) > 1 else ""
+    return [f"{statistics.fmean(accs):.2f}", sd, f"{min(accs):.1f}–{max(accs):.1f}"]
+
+
+def not_run(part, s):
+    return f"not run yet (`reproduce.py --run --parts {part}`)"
+
+
+# -- tables -------------------------------------------------------------------------------------
+
+def assignment_table(rows, keys, fp32, all_high):
+    header = ["assignment", "seeds", "low-precision ratio", "test acc. % (mean)", "seed SD", "range",
+              f"Δ vs fp32, paired (95 % CI)", "diverged (final / any epoch)", "saved activations MiB", "× fp32",
+              "total measured MiB", "paper aggregate × all-high"]
     body = []
-    for part, name in keys:
-        row = rows.get((part, name))
-        label = (row.cfg.label if row else _label(name)) + (" (§1's runs)" if (part, name) in note_shared else "")
+    for key in keys:
+        row = rows.get(key)
         if row is None:
-            body.append([label, 0, "", "not run"] + [""] * (len(header) - 4))
             continue
-        a, rng, n = acc_cell(row)
-        delta = f"{100 * (row.acc - fp32.acc):+.1f}" if fp32 else ""
-        r0 = row.runs[0]
-        body.append([
-            label, n, f"{row.ratio:.3f}", a, rng, delta, f"{row.diverged}/{row.n}", mib(row.act),
-            f"{row.act / r0.act_fp32:.3f}", mib(statistics.fmean(r.weight for r in row.runs)),
-            mib(statistics.fmean(r.other for r in row.runs)), mib(statistics.fmean(r.opt for r in row.runs)),
-            mib(statistics.fmean(r.measured for r in row.runs)),
-            f"{row.bits / all_high.bits:.3f}" if all_high else ""])
-    return table(header, body)
+        delta = ""
+        if fp32 is not None and row is not fp32:
+            c = compare(row, fp32)
+            delta = f"{c.mean:+.2f} [{c.lo:+.2f}, {c.hi:+.2f}]" if c.n > 1 else f"{c.mean:+.2f}"
+        body.append([row.cfg.label, row.n, f"{row.mean('low_ratio'):.3f}", *acc_cells(row), delta,
+                     f"{row.div('final')} / {row.div('any')}", mib(row.mean("act")),
+                     f"{row.mean('act') / row.runs[0].act_fp32:.3f}", mib(row.mean("measured")),
+                     f"{row.mean('bits') / all_high.mean('bits'):.3f}" if all_high else ""])
+    return table(header, body) if body else ""
 
 
-def _label(name):
-    """A row's label when it has no runs (the Config's label otherwise)."""
-    for order in ("increasing", "random"):
-        if name.startswith(order + "-"):
-            return f"ours[{order}] r={name[len(order) + 1:]}"
-    return name.replace("ours-", "ours r=")
-
-
-def order_table(rows, part_of, ratios):
-    header = ["r", "order", "seeds", "low-precision ratio", "test acc. % (mean)", "range", "diverged",
+def promotion_table(rows, pairs, all_high):
+    header = ["assignment", "seeds", "test acc. % (mean)", "seed SD", "range", "diverged (final / any epoch)",
+              "skipped steps (mean)", "promotions (mean)", "low-precision ratio", "paper aggregate × all-high",
               "saved activations MiB", "total measured MiB"]
     body = []
-    for r in ratios:
-        for o in ("decreasing", "increasing", "random"):
-            key = part_of(r, o)
-            row = rows.get(key)
-            if row is None:
-                body.append([r, o, 0, "", "not run", "", "", "", ""])
-                continue
-            a, rng, n = acc_cell(row)
-            body.append([r, o + (" (paper's)" if o == "decreasing" else ""), n, f"{row.ratio:.3f}", a, rng,
-                         f"{row.diverged}/{row.n}", mib(row.act), mib(statistics.fmean(r.measured for r in row.runs))])
-    return table(header, body)
+    for none, promo in pairs:
+        for row in (none, promo):
+            if row is not None:
+                body.append([row.cfg.label, row.n, *acc_cells(row), f"{row.div('final')} / {row.div('any')}",
+                             f"{row.mean('skipped'):.1f}", f"{row.mean('promotions'):.1f}",
+                             f"{row.mean('low_ratio'):.3f}",
+                             f"{row.mean('bits') / all_high.mean('bits'):.3f}" if all_high else "",
+                             mib(row.mean("act")), mib(row.mean("measured"))])
+    return table(header, body) if body else ""
 
 
-def promotion_table(rows, all_high):
-    header = ["assignment (lr 0.05)", "seeds", "test acc. % (mean)", "range", "diverged", "skipped steps (mean)",
-              "promotions (mean)", "low-precision ratio", "paper aggregate × all-high",
-              "extra vs none, % of all-high aggregate", "saved activations MiB", "total measured MiB", "extra vs none, % of all-high's measured total"]
-    body = []
-    for name in ("fp32", "uniform-none", "uniform-promo", "ours-0.5-none", "ours-0.5-promo", "ours-0.9-none",
-                 "ours-0.9-promo"):
-        row = rows.get(("promotion", name))
-        if row is None:
-            body.append([name, 0, "not run"] + [""] * (len(header) - 3))
-            continue
-        a, rng, n = acc_cell(row)
-        extra_bits = extra_meas = ""
-        if name.endswith("-promo"):
-            base = rows.get(("promotion", name[:-6] + "-none"))
-            if base is not None and all_high is not None:
-                extra_bits = f"{100 * (row.bits - base.bits) / all_high.bits:+.2f}"
-                base_total = statistics.fmean(r.measured for r in base.runs)
-                ah_total = statistics.fmean(r.measured for r in all_high.runs)
-                extra_meas = f"{100 * (statistics.fmean(r.measured for r in row.runs) - base_total) / ah_total:+.2f}"
-        body.append([row.cfg.label, n, a, rng, f"{row.diverged}/{row.n}",
-                     f"{statistics.fmean(r.skipped for r in row.runs):.1f}",
-                     f"{statistics.fmean(r.promotions for r in row.runs):.1f}", f"{row.ratio:.3f}",
-                     f"{row.bits / all_high.bits:.3f}" if all_high else "", extra_bits, mib(row.act),
-                     mib(statistics.fmean(r.measured for r in row.runs)), extra_meas])
-    return table(header, body)
-
-
-def _num(run, col):
-    v = run.extra.get(col)
+def _col(run, col, epoch=-1):
+    v = run.rows[epoch].get(col)
     try:
         return float(v) if v not in (None, "") else None
     except ValueError:
         return None
 
 
-def _spread_cell(row, cls, comp):
-    """Stored bits per value of a tensor class, last epoch: the seeds' mean of the per-tensor mean,
-    with the smallest and largest tensor over all seeds."""
-    means = [_num(r, f"{cls}_{comp}_mean") for r in row.runs]
-    lows = [_num(r, f"{cls}_{comp}_min") for r in row.runs]
-    highs = [_num(r, f"{cls}_{comp}_max") for r in row.runs]
-    if any(v is None for v in means + lows + highs):
-        return ""
-    return f"{statistics.fmean(means):.1f} [{min(lows):.1f}–{max(highs):.1f}]"
-
-
-def _mean_cell(row, col, fmt="{:.2f}"):
-    vals = [_num(r, col) for r in row.runs]
-    vals = [v for v in vals if v is not None]
-    return fmt.format(statistics.fmean(vals)) if vals else ""
-
-
-def dynamic_keys(cfgs):
-    return [(c.part, c.name) for c in cfgs if c.part == "dynamic"]
-
-
 def dynamic_table(rows, keys):
-    header = ["method", "seeds", "test acc. % (mean)", "range", "diverged", "learning in last epoch",
-              "weights: mantissa bits", "exponent bits", "total bits", "activations: mantissa bits", "exponent bits",
-              "total bits", "footprint reduction vs fp32 (all / weights / activations)", "BitWave container mantissa bits "
-              "(last / running mean)", "saved activations MiB"]
+    """Per epoch, means over seeds: stored bits per value of weights and activations, the
+    footprint reduction so far, and the bytes the packed saved activations held at the epoch's peak."""
+    header = ["method", "epoch", "seeds", "learning", "weights: total bits", "activations: total bits",
+              "footprint reduction vs fp32 (cumulative)", "saved activations MiB (epoch peak)", "test acc. %"]
     body = []
     for k in keys:
         row = rows.get(k)
         if row is None:
-            body.append([k[1], 0, "not run"] + [""] * (len(header) - 3))
             continue
-        a, rng, n = acc_cell(row)
-        learning = sum(_num(r, "dc_learning") == 1 for r in row.runs)
-        red = " / ".join(_mean_cell(row, c) + "×" for c in ("red_qm_qe", "red_qm_qe_w", "red_qm_qe_a"))
-        bw = ""
-        if _num(row.runs[0], "bw_mantissa_bits") is not None:
-            bw = _mean_cell(row, "bw_mantissa_bits", "{:.1f}") + " / " + _mean_cell(row, "bw_mean_mantissa", "{:.1f}")
-        body.append([row.cfg.label, n, a, rng, f"{row.diverged}/{row.n}", f"{learning}/{row.n}",
-                     _spread_cell(row, "w", "mantissa"), _spread_cell(row, "w", "exponent"),
-                     _spread_cell(row, "w", "total"), _spread_cell(row, "a", "mantissa"),
-                     _spread_cell(row, "a", "exponent"), _spread_cell(row, "a", "total"), red, bw, mib(row.act)])
-    return table(header, body)
-
-
-# -- claims -------------------------------------------------------------------------------------
-
-def _below(row, ref):
-    """Loses accuracy: every seed of `row` is below every seed of `ref` (disjoint ranges)."""
-    return row.hi < ref.lo
-
-
-def _verdict(yes):
-    return "**reproduces**" if yes else "**does not reproduce**"
-
-
-def claims(rows, regime_name, part, fp32, all_high, ratios, order_key):
-    out = []
-    uni = rows.get((part, "uniform"))
-    if uni and fp32:
-        lost = _below(uni, fp32)
-        out.append(f"- *Uniform low precision loses accuracy* ({regime_name}): uniform {pct(uni.acc)} % "
-                   f"({pct(uni.lo)}–{pct(uni.hi)}) against fp32 {pct(fp32.acc)} % ({pct(fp32.lo)}–{pct(fp32.hi)}), "
-                   f"Δ {100 * (uni.acc - fp32.acc):+.1f} points, {uni.diverged}/{uni.n} runs diverged: "
-                   + (_verdict(True) + " (every uniform seed below every fp32 seed)." if lost else
-                      _verdict(False) + " by our criterion (the seed ranges overlap)."))
-    op = rows.get((part, "op"))
-    ours = [(r, rows.get((part, f"ours-{r}"))) for r in ratios]
-    ours = [(r, row) for r, row in ours if row is not None]
-    if op and fp32 and all_high and ours:
-        kept = [(r, row) for r, row in ours if not _below(row, fp32)]
-        best = max(kept, key=lambda t: t[1].ratio) if kept else None
-        ah_act = all_high.act
-        if best:
-            r, row = best
-            factor = row.ratio / op.ratio if op.ratio > 0 else float("inf")
-            red_ours, red_op = ah_act - row.act, ah_act - op.act
-            out.append(
-                f"- *Size-ordered demotion keeps accuracy at > 2× the memory reduction of op* ({regime_name}): the "
-                f"largest r whose seeds are not all below fp32's is r = {r}: {pct(row.acc)} % ({pct(row.lo)}–"
-                f"{pct(row.hi)}) at low-precision ratio {row.ratio:.3f}, {factor:.2f}× op's {op.ratio:.3f} "
-                f"(op: {pct(op.acc)} %). Measured saved activations: {mib(row.act)} MiB against op's {mib(op.act)} MiB "
-                f"and all-high's {mib(ah_act)} MiB, a reduction from all-high {red_ours / red_op:.2f}× op's; "
-                f"{row.runs[0].act_fp32 / row.act:.2f}× less than fp32 storage. In the paper's measure (the "
-                f"low-precision ratio) the claim " + _verdict(factor > 2) + "; in measured saved-activation bytes "
-                "(reduction from all-high against op's) it " + _verdict(red_ours > 2 * red_op) + ".")
-        else:
-            out.append(f"- *Size-ordered demotion keeps accuracy at > 2× memory reduction* ({regime_name}): every "
-                       f"ratio tried lost accuracy against fp32: " + _verdict(False) + ".")
-    wins = total = 0
-    details = []
-    for r in (0.5, 0.7):
-        d, i, rnd = (rows.get(order_key(r, o)) for o in ("decreasing", "increasing", "random"))
-        if d and i and rnd:
-            total += 1
-            won = d.acc > i.acc and d.acc > rnd.acc
-            wins += won
-            details.append(f"r = {r}: decreasing {pct(d.acc)} %, increasing {pct(i.acc)} %, random {pct(rnd.acc)} %")
-    if total:
-        out.append(f"- *Decreasing order beats increasing and random* ({regime_name}): " + "; ".join(details) +
-                   f". Decreasing has the highest mean at {wins} of {total} ratios: "
-                   + (_verdict(True) if wins == total else _verdict(False) if wins == 0 else "**partly reproduces**")
-                   + ".")
-    return out
-
-
-def promotion_claim(rows, all_high):
-    pairs = []
-    for a in ("uniform", "ours-0.5", "ours-0.9"):
-        none, promo = rows.get(("promotion", f"{a}-none")), rows.get(("promotion", f"{a}-promo"))
-        if none and promo:
-            pairs.append((a, none, promo))
-    if not pairs or all_high is None:
-        return []
-    parts, rescued, cheap, any_div = [], True, True, False
-    for a, none, promo in pairs:
-        extra = 100 * (promo.bits - none.bits) / all_high.bits
-        ah_total = statistics.fmean(r.measured for r in all_high.runs)
-        extra_meas = 100 * (statistics.fmean(r.measured for r in promo.runs)
-                            - statistics.fmean(r.measured for r in none.runs)) / ah_total
-        parts.append(f"{a.replace('-', ' r=')}: {none.diverged}/{none.n} diverged without promotion, "
-                     f"{promo.diverged}/{promo.n} with ({pct(none.acc)} % → {pct(promo.acc)} % final), "
-                     f"extra {extra:+.2f} % of the all-high aggregate ({extra_meas:+.2f} % of all-high's measured "
-                     f"total)")
-        if none.diverged:
-            any_div = True
-            rescued &= promo.diverged == 0
-            cheap &= extra < 3
-    fp32 = rows.get(("promotion", "fp32"))
-    fp32_note = (f" fp32 at the same rate: {pct(fp32.acc)} %, {fp32.diverged}/{fp32.n} diverged." if fp32 else "")
-    verdict = (_verdict(rescued and cheap) if any_div else "**not tested** (nothing diverged without promotion)")
-    if any_div and rescued and not cheap:
-        verdict = "**partly reproduces** (divergence prevented, but at ≥ 3 % extra)"
-    return [f"- *Promotion prevents divergence at < 3 % extra memory* (learning rate 0.05): " + "; ".join(parts) +
-            "." + fp32_note + " " + verdict + "."]
-
-
-# -- timing -------------------------------------------------------------------------------------
-
-def timing(out, rows, cfgs, seeds):
-    runs = [r for row in rows.values() if row for r in row.runs if r.meta]
-    if not runs:
-        return ["- nothing has run yet."]
-    cpu_of = lambda r: r.meta["cpu_user_s"] + r.meta["cpu_sys_s"]   # noqa: E731
-    cpu = sum(cpu_of(r) for r in runs)
-    wall = sum(r.meta["wall_s"] for r in runs)
-    lines = [f"- **Measured:** {len(runs)} runs took **{cpu / 60:.1f} CPU-minutes** (user + system of every train.py "
-             f"process, from `wait4`), i.e. **{cpu / 120:.1f} minutes of two fully used cores**; their own wall times "
-             f"add up to {wall / 60:.1f} minutes (several ran at a time)."]
-    by_part = {}
-    for row in rows.values():
-        if row:
-            for r in row.runs:
-                if r.meta:
-                    by_part.setdefault(row.cfg.part, []).append(cpu_of(r))
-    lines.append("- CPU per run, by part: " + ", ".join(
-        f"{p} {statistics.fmean(v):.0f} s ({len(v)} runs)" for p, v in by_part.items()) + ".")
-    overall = cpu / len(runs)
-    planned = [(c, sd) for c in cfgs for sd in seeds]
-    estimate = sum(statistics.fmean(by_part[c.part]) if c.part in by_part else overall for c, _ in planned)
-    lines.append(f"- **The whole plan** ({len(planned)} runs: every row below with seeds "
-                 f"{', '.join(map(str, seeds))}), at each part's measured CPU per run: about **{estimate / 60:.0f} "
-                 f"CPU-minutes = {estimate / 120:.0f} minutes on two cores** (an estimate from the measured runs, "
-                 "not a measurement of the whole), "
-                 + ("within" if estimate / 120 < 60 else "**over**") + " the issue's 60 minutes.")
-    import calendar
-    ends = [calendar.timegm(time.strptime(r.meta["finished"], "%Y-%m-%dT%H:%M:%SZ")) for r in runs]
-    starts = [e - r.meta["wall_s"] for e, r in zip(ends, runs)]
-    lines.append(f"- **Wall on this machine:** from the first run's start ({time.strftime('%H:%M', time.gmtime(min(starts)))} "
-                 f"UTC) to the last run's end ({time.strftime('%H:%M', time.gmtime(max(ends)))} UTC): "
-                 f"**{(max(ends) - min(starts)) / 60:.1f} minutes**, while other engineers' builds and benchmarks "
-                 "shared the two cores (load averages below); that is why wall time is far above CPU time / 2. "
-                 "Accuracies do not depend on load.")
-    ledger = os.path.join(out, "sessions.json")
-    sessions = sorted(json.load(open(ledger)) if os.path.exists(ledger) else [], key=lambda x: x["started"])
-    for x in sessions:
-        lines.append(f"- reproduce.py session from {x['started'][11:16]} UTC ({', '.join(x['parts'])}; seeds "
-                     f"{', '.join(map(str, x['seeds']))}; {x['jobs']} at a time"
-                     + ("; stopped early by SIGTERM" if x.get("interrupted") else "")
-                     + f"): {x['wall_s'] / 60:.1f} minutes wall, {x['cpu_children_s'] / 60:.1f} CPU-minutes; "
-                     f"load average (1/5/15 min) {'/'.join(f'{v:.1f}' for v in x['loadavg_start'])} at its start, "
-                     f"{'/'.join(f'{v:.1f}' for v in x['loadavg_end'])} at its end.")
-    rss = max(r.meta["max_rss_kb"] for r in runs)
-    lines.append(f"- Largest resident set of one run: {rss / 1024:.0f} MiB.")
-    return lines
-
-
-def _last_is_best(rows):
-    runs = [r for row in rows.values() if row for r in row.runs]
-    best = sum(float(r.rows[-1]["test_accuracy"]) >= max(float(x["test_accuracy"]) for x in r.rows) for r in runs)
-    return f"the last epoch is also the best in {best} of our {len(runs)} runs"
-
-
-def _harsh_note(rows, fp32):
-    uni = rows.get(("assign", "uniform"))
-    done = sum(row.n for k, row in rows.items() if k[0] == "harsh" and row)
-    if uni is None or fp32 is None:
-        return ""
-    if _below(uni, fp32):
-        return (f"The paper's formats already cost accuracy here (uniform {pct(uni.acc)} % against fp32 "
-                f"{pct(fp32.acc)} %, §1), so the issue does not require this regime; reproduce.py runs it after "
-                f"everything else" + (" and none of its runs was done in the time given." if done == 0 else "."))
-    return "The paper's formats cost no accuracy by our criterion in §1, so this regime is where the trade-off shows."
-
-
-def _shape(out, cfgs, seeds):
-    """The trainer's own account of the instrumented model, from the first run log there is."""
-    for c in cfgs:
-        for sd in seeds:
-            log = c.csv(out, sd)[:-4] + ".log"
-            if os.path.exists(log):
-                with open(log) as f:
-                    for line in f:
-                        if " sites in " in line and " groups" in line:
-                            head = line.split(";")[0]
-                            return head.split(": ", 1)[1] + " (as train.py reports)"
-    return ""
+        for e in range(len(row.runs[0].rows)):
+            def mean(col):
+                vals = [_col(r, col, e) for r in row.runs if e < len(r.rows)]
+                vals = [v for v in vals if v is not None]
+                return statistics.fmean(vals) if vals else None
+            learn = sum(_col(r, "dc_learning", e) == 1 for r in row.runs if e < len(r.rows))
+            cells = [mean("w_total_mean"), mean("a_total_mean"), mean("red_qm_qe"),
+                     mean("saved_activation_peak_bytes"), mean("test_accuracy")]
+            body.append([row.cfg.label, e + 1, row.n, f"{learn}/{row.n}",
+                         *("" if v is None else f"{v:.1f}" for v in cells[:2]),
+                         "" if cells[2] is None else f"{cells[2]:.2f}×", mib(cells[3]), pct(cells[4])])
+    return table(header, body) if body else ""
 
 
 # -- the document -------------------------------------------------------------------------------
 
-def document(out, cfgs, seeds, s):
-    rows = load(out, cfgs, seeds)
-    fp32 = rows.get(("assign", "fp32"))
-    all_high = rows.get(("assign", "all-high"))
-    main_keys = [("assign", n) for n in ("fp32", "all-high", "uniform", "op", "op-variant", "ours-0.3", "ours-0.5",
-                                          "ours-0.7", "ours-0.9")]
-    harsh_keys = [("assign", "fp32"), ("assign", "all-high")] + [("harsh", n) for n in (
-        "uniform", "op", "op-variant", "ours-0.3", "ours-0.5", "ours-0.7", "increasing-0.5", "random-0.5")]
+def _schedule_text(s):
+    sch = s["schedule"]
+    steps_per_epoch = -(-sch["train_limit"] // sch["batch"])
+    test = f"the first {sch['test_limit']}" if sch["test_limit"] else "all 10000"
+    return sch, steps_per_epoch, test
 
-    def main_order(r, o):
-        return ("assign", f"ours-{r}") if o == "decreasing" else ("order", f"{o}-{r}")
 
-    def harsh_order(r, o):
-        return ("harsh", f"ours-{r}" if o == "decreasing" else f"{o}-{r}")
+def rule_section(s):
+    return [
+        "## The verdict rule (declared before any result)", "",
+        "Every claim below is decided by one rule, implemented once in `examples/torch/verdict.py`:", "",
+        "- Rows are compared **seed by seed**: run *s* of every row shares its initialisation and data order "
+        "(the seed), so the comparison uses the per-seed differences *d_s* (points of final test accuracy).",
+        f"- With *n* paired seeds, mean *d̄* and standard deviation *s_d*, the {round(100 * CONFIDENCE)} % interval "
+        f"is *d̄ ± t({0.5 + CONFIDENCE / 2:g}, n−1)·s_d/√n* (Student's t quantiles from mpmath).",
+        f"- **keeps accuracy** when the interval's lower bound is above −{KEEP_MARGIN:g} point; **loses** when its "
+        "upper bound is below 0 (both can hold: a real loss smaller than the margin); **inconclusive** otherwise.",
+        f"- The **minimum detectable effect** (MDE) printed with each comparison is the true difference the interval "
+        f"excludes 0 for with {round(100 * POWER)} % power at two-sided α = {1 - CONFIDENCE:.2f}: "
+        f"*(t({0.5 + CONFIDENCE / 2:g}, n−1) + t({POWER:g}, n−1))·s_d/√n* (the central-t approximation).",
+        f"- **Divergence** is reported under both definitions used so far: the *final* test accuracy is under "
+        f"{pct(DIVERGED_BELOW, 0)} %, and *any epoch's* test accuracy is under {pct(DIVERGED_BELOW, 0)} % (chance is "
+        "10 %); a non-finite training loss counts under both. The paper uses neither threshold: it calls training "
+        "diverged when \"accuracy decreases significantly and remains low after some point\" (§4.2), which is "
+        "closer to the final-accuracy definition.",
+        "- Memory claims use the paper's measure (the low-precision ratio and the model aggregate, computed from "
+        "the assignment) and, separately, the bytes the hooks measured; both are deterministic given the "
+        "assignment, so they carry no interval.", ""]
 
-    missing = []
-    for c in cfgs:
-        gone = [str(sd) for sd in seeds if not os.path.exists(c.csv(out, sd))]
-        if gone:
-            missing.append(f"{c.part}/{c.name} (seed{'s' if len(gone) > 1 else ''} {', '.join(gone)})")
-    shape = _shape(out, cfgs, seeds)
-    channels = "/".join(str(max(1, round(b * s["width"]))) for b in (16, 32, 64))
-    cmd = "train.py " + " ".join(s["common"])
-    L = []
-    L += ["# Reproduction on PyTorch models: precision assignment, demotion order, promotion, dynamic bitlengths", ""]
-    L += ["This file is written by `examples/torch/reproduce.py` (tables and claim checks by "
-          "`examples/torch/results_tables.py`) from the CSVs of the runs it made; do not edit it by hand. "
-          "It tests the claims of Lee, Sharma, Aiken, *Training with Mixed-Precision Floating-Point Assignments*, "
-          "TMLR 2023, arXiv:2301.13464 (§5.3 Figure 4, §5.4 Figures 5–6) with `minifloat.training` "
-          "([torch-training.md](torch-training.md)) on a real residual network.", ""]
-    L += ["## Set-up (a short schedule, stated)", ""]
-    L += [f"- Model: CIFAR-style **ResNet-20** (three stages of three basic blocks, option-B 1×1 shortcuts) at "
-          f"**width {s['width']}** ({channels} channels), `examples/torch/models.py`" + (f"; {shape}." if shape else "."),
-          f"- Data: Fashion-MNIST from Debian's `dataset-fashion-mnist` IDX files: the **first {s['train_limit']} "
-          f"training images**, **{s['epochs']} epochs**, batch {s['batch']}; accuracy is the **final epoch's** "
-          f"test accuracy on the **first {s['test_limit']} test images** (the paper reports the best epoch; "
-          + _last_is_best(rows) + ").",
-          f"- Optimizer: Adam, learning rate {s['lr']} (fp32 master weights), dynamic loss scaling (GradScaler's "
-          f"rules, growth interval one epoch) in every run including fp32, round-to-nearest-even at every site.",
-          "- Formats: the paper's §5.2 candidates: high fp(6,9,0) for every tensor; low fp(4,3,4) for activations Y "
-          "and weights P, fp(5,2,0) for activation gradients GY (weight gradients GP always high). "
-          f"The **harsher regime** (§4) lowers Y and P to `{s['harsh_forward']}` (6 bits, largest finite 7) and GY "
-          f"to `{s['harsh_backward']}` (7 bits), high formats unchanged.",
-          "- Low-precision ratio: the paper's (share of the saveable bits of Y, GY, P, GP held in low precision, "
-          "from `minifloat::training::measure_footprint`), averaged over the run's steps and epochs. "
-          "\"paper aggregate × all-high\" is the computed total bit count relative to all-high's.",
-          "- Measured memory: saved activations are the peak live bytes of tensors saved for backward, stored "
-          "**bit-packed** in their site's format and counted by the `saved_tensors_hooks` (\"× fp32\": against the "
-          "same tensors as float32 in the same run); saved weights are the rounded weight copies convolutions "
-          "save; other is tensors not produced by a site (batch norm statistics); optimizer is Adam's fp32 weights "
-          "and two moments as the optimizer holds them. Each is the peak over the run; total measured is their sum.",
-          f"- Seeds: {', '.join(map(str, seeds))} (initialisation, data order, random demotion order). Mean over "
-          f"seeds with the range (min–max). A run **diverged** when the test accuracy after some epoch is under "
-          f"{pct(DIVERGED_BELOW, 0)} % (chance: 10 %) or its loss is not finite; such a run may recover part of "
-          "its accuracy in the next epoch (the loss scaler's scale grows back), so its final accuracy is shown too.",
-          f"- Every run: `PYTHONPATH=build/release/python python examples/torch/{cmd} --seed S` plus the "
-          "row's flags (`reproduce.py --list` prints each command); CSVs, logs and timings land in "
-          "`results/torch/PART/CONFIG-sS.{csv,log,json}`.", ""]
-    L += ["To rerun (resumes; runs whose CSV exists are skipped):", "", "```sh",
-          "cmake --preset release && cmake --build build/release --target minifloat_python -j2",
-          "PYTHONPATH=build/release/python python examples/torch/reproduce.py          # all parts, seeds 0,1,2",
-          "PYTHONPATH=build/release/python python examples/torch/reproduce.py --tables-only   # this file only",
-          "```", ""]
-    L += ["## Time", ""] + timing(out, rows, cfgs, seeds) + [""]
-    if missing:
-        L += [f"**Not run ({len(missing)}):** " + ", ".join(missing) + ".", ""]
-    L += ["## The paper's claims", "",
-          "Criteria: a row *loses accuracy* when every one of its seeds is below every fp32 seed (disjoint ranges); "
-          "*memory reduction* is the low-precision ratio (the paper's measure; `ours` against `op`) and, measured, "
-          "the saved-activation bytes saved relative to all-high.", ""]
-    L += claims(rows, "paper's formats", "assign", fp32, all_high, (0.3, 0.5, 0.7, 0.9), main_order)
-    L += promotion_claim(rows, all_high)
-    L += claims(rows, "harsher regime", "harsh", fp32, all_high, (0.3, 0.5, 0.7), harsh_order)
-    L += [""]
-    L += ["## 1. Accuracy against low-precision ratio (the paper's formats)", "",
-          assignment_table(rows, main_keys, fp32, all_high), ""]
-    L += ["## 2. Demotion order (the paper's formats)", "", order_table(rows, main_order, (0.5, 0.7)), "",
-          "Random order draws a different order per seed (the paper used three random orders).", ""]
-    L += [f"## 3. Promotion against none at learning rate {s['lr_overflow']}", "",
-          f"Adam at {s['lr_overflow']} (25× the default), where forward tensors overflow fp(4,3,4)'s largest finite "
-          "value 30 (the formats saturate; gradient formats overflow to ±Inf for the loss scaler). Promotion: "
-          "after each step every low forward tensor whose overflow ratio reached Θ = 0.01 goes high for good "
-          "(Algorithm 2). \"extra\" compares with the same assignment without promotion: the computed aggregate as "
-          "a share of the all-high aggregate (the paper's \"< 3 % of the maximum model aggregate\"), and the "
-          "measured total (saved tensors + optimizer) as a share of all-high's measured total (§1).", "", promotion_table(rows, all_high), ""]
-    L += ["## 4. Harsher regime: narrower low formats (clearly not the paper's)", "",
-          f"Low Y and P `{s['harsh_forward']}`, low GY `{s['harsh_backward']}`; fp32 and all-high are §1's runs "
-          "(their formats do not change). " + _harsh_note(rows, fp32), "",
-          assignment_table(rows, harsh_keys, fp32, all_high, note_shared={("assign", "fp32"), ("assign", "all-high")}),
-          "", order_table(rows, harsh_order, (0.5,)), ""]
-    L += ["## 5. Dynamic bitlengths: QM+QE and BitWave", "",
-          "From \"Schrödinger's FP: Dynamic Adaptation of Floating-Point Containers for Deep Learning Training\". "
-          "The same model and schedule, with `train.py --dynamic qm-qe|bitwave` (docs/torch-training.md): dynamic "
-          "fp32 containers on every layer output and weight instead of a precision assignment, gradients fp32, "
-          "no loss scaling, the trainer's defaults otherwise (γ_m = γ_e = 0.1, bitlength step 0.5, learning in "
-          "the first 5 epochs, so in both of ours; BitWave fixes its container after 5 epochs, so never here). "
-          "Bits are the stored bits per value in the last epoch: the mean over tensors (averaged over seeds) "
-          "and [smallest–largest tensor over all seeds]. Footprint reduction is the run's cumulative QM+QE "
-          "footprint against fp32 (the trainer's `red_qm_qe*` columns), counted by the C++ footprint ledger; the "
-          "tensors saved for backward stay float32 in these runs (the containers quantize values, they do not "
-          "pack what autograd saves), so the measured saved-activation bytes equal fp32's. The γ = "
-          f"{s.get('dynamic_strong_gamma', '')} rows are **not the paper's setting**: with the paper's γ a "
-          "bitlength moves by about step·γ·λ_t per step, a fraction of a bit over our 188 steps.", "",
-          dynamic_table(rows, dynamic_keys(cfgs)), ""]
-    return "\n".join(L) + "\n"
+
+def design_section(s, rows):
+    sch, spe, test = _schedule_text(s)
+    plan = s["plan"]
+    powered = sum(plan[p] for p in s["powered"])
+    return [
+        "## Design", "",
+        f"- Model: CIFAR-style **ResNet-20** (option-B 1×1 shortcuts) at width {sch['width']} "
+        f"({'/'.join(str(max(1, round(b * sch['width']))) for b in (16, 32, 64))} channels), `examples/torch/models.py`. "
+        "The paper reports its ResNet-18 runs as the least sensitive of its models to the assignment: the "
+        "demotion orders differ less there (Appendix C.2, Figure 16) and ResNet-18 on CIFAR-10 does not diverge "
+        "even without promotion (Figure 17); it chose models with few weights because they are harder to train "
+        "in low precision (§5.2). A residual model is therefore the hardest place to see the paper's effects.",
+        f"- Data: Fashion-MNIST (Debian's `dataset-fashion-mnist`): the first {sch['train_limit']} training images, "
+        f"{sch['epochs']} epochs of {spe} steps (batch {sch['batch']}); accuracy is the final epoch's on "
+        f"{test} test images.",
+        f"- Optimizer: the paper's CIFAR recipe (Appendix B): SGD, momentum {sch['momentum']}, weight decay "
+        f"{sch['weight_decay']:g}, learning rate {sch['lr']:g} decayed to 0 by a cosine over all "
+        f"{sch['epochs'] * spe} steps, fp32 master weights; dynamic loss scaling in every run. Shortened from the "
+        "paper's 200 epochs to fit the budget.",
+        f"- Formats: high fp(6,9,0) (the paper's) for every tensor. Low: the paper's §5.2 candidates are "
+        f"`{s['paper_low']['forward']}` (activations Y, weights P) and `{s['paper_low']['backward']}` (activation "
+        f"gradients GY); the powered design uses `{s['low']['forward']}` and `{s['low']['backward']}` (narrower "
+        "than the paper's, chosen by the pilot below so that uniform low precision has accuracy to lose).",
+        f"- Seeds: 8 on every row that carries a claim; promotion at the schedule's own learning rate "
+        f"(Θ = {s['theta']:g}), where fp32 trains well; the dynamic bitlength runs learn for all but the last "
+        "epoch and BitWave fixes its container before it, so their bitlengths settle within the schedule.",
+        f"- Plan: the pilot ({plan['pilot']} runs) and the powered design ({powered} runs: "
+        + ", ".join(f"{p} {plan[p]}" for p in s["powered"]) + "); `reproduce.py --list` prints each run's command: "
+        f"`train.py {' '.join(s['common'])}` plus the row's flags and `--seed S`.", "",
+        "```sh",
+        "cmake --preset release && cmake --build build/release --target minifloat_python -j2",
+        "PYTHONPATH=build/release/python python examples/torch/reproduce.py --run --parts pilot   # the pilot",
+        "PYTHONPATH=build/release/python python examples/torch/reproduce.py --run                 # the powered design",
+        "PYTHONPATH=build/release/python python examples/torch/reproduce.py                       # this file only",
+        "```", ""] + _estimate(s, rows, powered)
+
+
+def _estimate(s, rows, powered):
+    pilot = [r for k, row in rows.items() if k[0] == "pilot" and row for r in row.runs if r.cpu is not None]
+    if not pilot:
+        return ["No pilot run is committed, so the powered design's time is not estimated.", ""]
+    per_run = statistics.fmean(r.cpu for r in pilot)
+    minutes = powered * per_run / 60 / s["jobs"]
+    return [f"Time: the pilot's runs took **{per_run:.0f} CPU-seconds each** (mean of {len(pilot)}; user + system, "
+            f"from `wait4`, one torch thread). The powered design's {powered} runs at that rate: about "
+            f"**{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate, not a measurement), "
+            + ("within" if minutes <= s["budget_minutes"] else "**over**")
+            + f" the {s['budget_minutes']}-minute budget. The dynamic and promotion runs cost more per step than the "
+            "pilot's (they quantize more tensors), so the estimate is a lower bound.", ""]
+
+
+def pilot_section(rows, s):
+    fp32, uni = rows.get(("pilot", "fp32")), rows.get(("pilot", "uniform-narrow"))
+    L = ["## Pilot: does uniform low precision lose accuracy here?", ""]
+    if fp32 is None or uni is None:
+        return L + ["Not run yet (`reproduce.py --run --parts pilot`).", ""]
+    c = compare(uni, fp32)
+    L += [f"fp32 against uniform with the narrow formats (`{s['narrow_low']['forward']}` / "
+          f"`{s['narrow_low']['backward']}`), the design's schedule, {c.n} paired seeds:", "",
+          assignment_table(rows, [("pilot", "fp32"), ("pilot", "uniform-narrow")], fp32, None), ""]
+    if c.n < 2:
+        return L + ["Fewer than two paired seeds: no spread to size the design from.", ""]
+    diffs = [100 * (uni.by_seed[k].test - fp32.by_seed[k].test) for k in sorted(set(uni.by_seed) & set(fp32.by_seed))]
+    L += [f"- Uniform − fp32: {c.text()}. Per seed: " + ", ".join(f"{d:+.1f}" for d in diffs) + " points.",
+          f"- Uniform " + ("lost at least 5 points on every seed" if max(diffs) <= -5 else
+                           "did **not** lose 5 points on every seed") + " of the pilot.",
+          f"- Spread: seed SD {statistics.stdev([100 * r.test for r in fp32.runs]):.2f} points (fp32), "
+          f"{statistics.stdev([100 * r.test for r in uni.runs]):.2f} (uniform); SD of the paired differences "
+          f"{c.sd:.2f}. If a comparison's differences spread as much, 8 seeds detect {mde_for(c.sd, 8):.1f} points "
+          f"and 16 seeds {mde_for(c.sd, 16):.1f} (MDE at {round(100 * POWER)} % power); a comparison between "
+          f"rows closer to fp32 spreads less.", ""]
+    return L
+
+
+def claims_section(rows, s):
+    L = ["## The paper's claims", "",
+         "Lee, Sharma, Aiken, *Training with Mixed-Precision Floating-Point Assignments*, TMLR 2023, "
+         "arXiv:2301.13464. Each verdict is the rule above; Δ is the paired difference in points.", ""]
+    get = lambda part, name: rows.get((part, name))   # noqa: E731
+    fp32, all_high, uni, op = get("assign", "fp32"), get("assign", "all-high"), get("assign", "uniform"), get("assign", "op")
+
+    # 1. Uniform loses accuracy or diverges.
+    if fp32 and uni:
+        c = compare(uni, fp32)
+        L.append(f"1. *Uniform low precision loses accuracy or diverges* (§5.3): uniform − fp32 {c.text()}; "
+                 f"diverged {uni.div('final')} (final) / {uni.div('any')} (any epoch). The claim "
+                 + ("**holds here**." if c.loses or any(r.diverged_final for r in uni.runs) else
+                    "**does not hold here**." if c.keeps else "is **undecided here**."))
+    else:
+        L.append("1. *Uniform low precision loses accuracy or diverges*: " + not_run("assign", s) + ".")
+
+    # 2. Ours keeps accuracy at > 2x op's memory reduction.
+    ours = [(r, get("assign", f"ours-{r}")) for r in s["ratios"]]
+    ours = [(r, row) for r, row in ours if row]
+    if fp32 and op and all_high and ours:
+        parts, best = [], None
+        for r, row in ours:
+            c = compare(row, fp32)
+            parts.append(f"r = {r}: {c.text()}")
+            if c.keeps:
+                best = (r, row)
+        L.append("2. *Size-ordered demotion keeps accuracy at more than 2× op's memory reduction* (§5.3): ours − fp32 "
+                 + "; ".join(parts) + ".")
+        if best:
+            r, row = best
+            ratio = row.mean("low_ratio") / op.mean("low_ratio")
+            ah = all_high.mean("act")
+            bytes_ratio = (ah - row.mean("act")) / (ah - op.mean("act"))
+            c_op = compare(row, op)
+            L.append(f"   The largest r that keeps accuracy is {r}: low-precision ratio {row.mean('low_ratio'):.3f}, "
+                     f"{ratio:.2f}× op's {op.mean('low_ratio'):.3f} (the paper's measure: claim "
+                     + ("**holds**" if ratio > 2 else "**does not hold**")
+                     + f"); saved-activation bytes below all-high's: {bytes_ratio:.2f}× op's (measured bytes: claim "
+                     + ("**holds**" if bytes_ratio > 2 else "**does not hold**")
+                     + f"). Against op's accuracy: ours r = {r} − op {c_op.text()}.")
+        else:
+            L.append("   No ratio keeps accuracy by the rule: the claim is **not shown here**.")
+    else:
+        L.append("2. *Size-ordered demotion keeps accuracy at more than 2× op's memory reduction*: "
+                 + not_run("assign", s) + ".")
+
+    # 3. Decreasing order beats increasing and random in the trade-off plane.
+    r0 = s["order_ratio"]
+    dec = get("assign", f"ours-{r0}")
+    others = [(o, get("order", f"{o}-{r0}")) for o in ("increasing", "random")]
+    if dec and all(row for _, row in others):
+        parts, outcomes = [], []
+        for o, row in others:
+            c = compare(dec, row)
+            ratio_dec, ratio_o = dec.mean("low_ratio"), row.mean("low_ratio")
+            beats = (c.lo > 0 and ratio_dec >= ratio_o) or (c.keeps and ratio_dec > ratio_o)
+            worse = c.loses and ratio_dec <= ratio_o
+            outcomes.append("beats" if beats else "loses" if worse else "undecided")
+            parts.append(f"decreasing − {o} {c.text()}; low-precision ratio {dec.mean('low_ratio'):.3f} against "
+                         f"{row.mean('low_ratio'):.3f}")
+        L.append(f"3. *Decreasing-size demotion beats increasing and random order in the trade-off plane* (§5.4), "
+                 f"r = {r0}: " + "; ".join(parts) + ". Decreasing beats an order when its accuracy interval lies above "
+                 "0 at no smaller low-precision ratio, or keeps accuracy at a larger one; it is beaten when it loses accuracy "
+                 "at no larger ratio. The claim "
+                 + ("**holds here**." if outcomes == ["beats", "beats"] else
+                    "**does not hold here**." if "loses" in outcomes else "is **undecided here**."))
+    else:
+        L.append("3. *Decreasing-size demotion beats increasing and random order*: " + not_run("order", s) + ".")
+
+    # 4. Promotion prevents divergence at < 3 % extra memory.
+    pairs = [(uni, get("promotion", "uniform-promo")), (get("assign", "ours-0.9"), get("promotion", "ours-0.9-promo"))]
+    done = [(a, b) for a, b in pairs if a and b]
+    if done and all_high:
+        parts, outcome = [], {}
+        for none, promo in done:
+            c = compare(promo, none)
+            start = none.mean("bits")   # the same assignment before any promotion (promotion only raises it)
+            end = promo.mean("bits_last")
+            exact = all(r.promotions_last == 0 for r in promo.runs)
+            extra = 100 * (end - start) / all_high.mean("bits")
+            for which in ("final", "any"):
+                if any(getattr(r, "diverged_" + which) for r in none.runs):
+                    ok = not any(getattr(r, "diverged_" + which) for r in promo.runs) and extra < 3
+                    outcome[which] = outcome.get(which, True) and ok
+            parts.append(f"{promo.cfg.label}: diverged {none.div('final')} → {promo.div('final')} (final), "
+                         f"{none.div('any')} → {promo.div('any')} (any epoch); with − without {c.text()}; aggregate "
+                         f"at the end minus at the start {extra:+.2f} % of "
+                         "all-high's" + ("" if exact else " (the last epoch's mean: promotions in the last epoch make "
+                                             "the end higher)")
+                         + f"; measured total {100 * (promo.mean('measured') - none.mean('measured')) / all_high.mean('measured'):+.2f} "
+                         "% of all-high's")
+        L.append("4. *Promotion prevents divergence at less than 3 % extra memory* (§4.2, footnote 3: the aggregate at "
+                 "the end minus at the start, as a share of the all-high aggregate): " + "; ".join(parts) + ". "
+                 "The start is the same assignment without promotion; the end is the last epoch's mean aggregate "
+                 "(train.py records the aggregate per epoch). " + " ".join(
+                     f"By the {label} definition the claim " + ("**is untested here** (no run diverged without "
+                                                                "promotion)" if which not in outcome else
+                                                                "**holds here**" if outcome[which] else
+                                                                "**does not hold here**") + "."
+                     for which, label in (("final", "final-accuracy"), ("any", "any-epoch"))))
+    else:
+        L.append("4. *Promotion prevents divergence at less than 3 % extra memory*: " + not_run("promotion", s) + ".")
+
+    # Schrödinger's FP.
+    dyn = [(d, get("dynamic", d)) for d in ("qm-qe", "bitwave")]
+    if fp32 and all(row for _, row in dyn):
+        parts = []
+        for d, row in dyn:
+            bits = statistics.fmean(v for r in row.runs for v in (_col(r, "w_total_mean"), _col(r, "a_total_mean"))
+                                    if v is not None)
+            moved = 32 - bits >= 1
+            parts.append(f"{d}: mean stored bits in the last epoch {bits:.1f} of 32; {d} − fp32 "
+                         f"{compare(row, fp32).text()}" + ("" if moved else
+                         " — **untested here**: the bitlengths moved less than one bit in this schedule"))
+        L.append("5. *QM+QE and BitWave shrink the stored bitlengths without losing accuracy* (\"Schrödinger's FP: "
+                 "Dynamic Adaptation of Floating-Point Containers for Deep Learning Training\"): " + "; ".join(parts)
+                 + ". The bitlength trajectory is in the dynamic table below.")
+    else:
+        L.append("5. *QM+QE and BitWave shrink the stored bitlengths without losing accuracy* (Schrödinger's FP): "
+                 + not_run("dynamic", s) + ".")
+    return L + [""]
+
+
+def tables_section(rows, s):
+    keys = [("assign", n) for n in ("fp32", "all-high", "uniform", "op", "op-variant")] + \
+           [("assign", f"ours-{r}") for r in s["ratios"]] + \
+           [("order", f"{o}-{s['order_ratio']}") for o in ("increasing", "random")]
+    fp32, all_high = rows.get(("assign", "fp32")), rows.get(("assign", "all-high"))
+    L = ["## Tables of the powered design", ""]
+    t = assignment_table(rows, keys, fp32, all_high)
+    L += ["Accuracy against the low-precision ratio and the demotion orders. Saved activations are the peak live "
+          "bytes of tensors saved for backward, bit-packed in their site's format and counted by the "
+          "`saved_tensors_hooks` (× fp32: against the same tensors as float32); total measured adds saved weight "
+          "copies, other saved tensors and the optimizer's weights and state. \"paper aggregate × all-high\" is the "
+          "model aggregate relative to all-high's.", "", t or "No run of this part is committed.", ""]
+    pairs = [(rows.get(("assign", "uniform")), rows.get(("promotion", "uniform-promo"))),
+             (rows.get(("assign", "ours-0.9")), rows.get(("promotion", "ours-0.9-promo")))]
+    t = promotion_table(rows, [p for p in pairs if p[1]], all_high)
+    L += [f"Promotion (Θ = {s['theta']:g}; the rows without it are the assignment table's):", "",
+          t or "No run of this part is committed.", ""]
+    t = dynamic_table(rows, [("dynamic", d) for d in ("qm-qe", "bitwave")])
+    L += ["Dynamic bitlengths (QM+QE, BitWave) on fp32 containers, per epoch (means over seeds). The saved activations "
+          "are packed at each tensor's current bitlength, so they are reported per epoch: the maximum over the run "
+          "is set by the first epoch, before the bitlengths shrink.", "", t or "No run of this part is committed.", ""]
+    return L
+
+
+def provenance_section(rows):
+    runs = [r for row in rows.values() if row for r in row.runs]
+    L = ["## Provenance", ""]
+    if not runs:
+        return L + ["No run is committed.", ""]
+    groups = {}
+    for r in runs:
+        m = r.meta
+        key = (m.get("commit"), m.get("dirty"), m.get("torch"), m.get("minifloat"), m.get("extension_sha256"))
+        groups.setdefault(key, []).append(r)
+    L += ["Each run's `.json` beside its CSV records the command, CPU time, git commit, whether tracked files "
+          "differed from it (and which), and the torch, minifloat and extension versions (`examples/torch/"
+          "provenance.py`). The committed runs:", ""]
+    body = [[str(k[0])[:12] if k[0] else "not recorded", {True: "yes", False: "no"}.get(k[1], "not recorded"),
+             k[2] or "", k[3] or "", (k[4] or "")[:12], len(v)] for k, v in sorted(groups.items(), key=str)]
+    L += [table(["commit", "dirty", "torch", "minifloat", "extension SHA-256", "runs"], body), ""]
+    dirty = sorted({p for r in runs for p in r.meta.get("dirty_paths", [])})
+    if dirty:
+        L += ["Files that differed from the commit in some run: " + ", ".join(f"`{p}`" for p in dirty) + ".", ""]
+    return L
+
+
+def document(out, cfgs, s):
+    rows = load(out, cfgs)
+    L = ["# Reproduction on PyTorch models: precision assignment, demotion order, promotion, dynamic bitlengths", ""]
+    L += ["This file is written by `examples/torch/reproduce.py` (tables and verdicts by "
+          "`examples/torch/results_tables.py` and `examples/torch/verdict.py`) from the runs committed under "
+          "`results/torch/`; do not edit it by hand. A test (`python/tests/test_results_tables.py`) checks that "
+          "the script rewrites it byte for byte from that data.", "",
+          "The tables this page showed earlier (Adam, 3 seeds, 2000 test images) are withdrawn: their raw CSVs were "
+          "never committed and no longer exist, so they can be neither regenerated nor checked, and their design "
+          "could not separate effects under 6–7 points.", ""]
+    L += rule_section(s) + design_section(s, rows) + pilot_section(rows, s) + claims_section(rows, s)
+    L += tables_section(rows, s) + provenance_section(rows)
+    return "\n".join(L).rstrip("\n") + "\n"
