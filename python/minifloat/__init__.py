@@ -12,6 +12,7 @@ from ._ops import (GECKO_VARIANTS, OVERFLOW, ROUNDING, RoundingStats, decode, en
 from .autograd import quantize_ste
 from .interop import dtype_of, format_of
 from . import blocks, compat, distributed, operands, optim
+from . import layers, recipes
 from .blocks import (NAMED_BLOCKS, BlockFormat, BlockStats, block_format, decode_blocks, encode_blocks, mxfp4,
                      mxfp6_e2m3, mxfp6_e3m2, mxfp8_e4m3, mxfp8_e5m2, mxint8, nvfp4, quantize_blocks)
 
@@ -36,5 +37,5 @@ __all__ = [
     "encode", "decode", "fold_seed", "pack", "unpack", "gecko_size", "gecko_compress_exponents", "gecko_decompress_exponents",
     "gecko_compress", "gecko_decompress", "quantize_ste", "optim", "compat", "distributed", "operands", "format_of", "dtype_of", "__version__",
     "blocks", "NAMED_BLOCKS", "BlockFormat", "BlockStats", "block_format", "quantize_blocks", "encode_blocks",
-    "decode_blocks", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8", "nvfp4",
+    "decode_blocks", "layers", "recipes", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4", "mxint8", "nvfp4",
 ]
