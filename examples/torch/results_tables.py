@@ -121,7 +121,7 @@ def not_run(part, s):
 
 def assignment_table(rows, keys, fp32, all_high):
     header = ["assignment", "seeds", "low-precision ratio", "test acc. % (mean)", "seed SD", "range",
-              f"Δ vs fp32, paired (95 % CI)", "diverged (final / any epoch)", "saved activations MiB", "× fp32",
+              "Δ vs fp32, paired (95 % CI)", "diverged (final / any epoch)", "saved activations MiB", "× fp32",
               "total measured MiB", "paper aggregate × all-high"]
     body = []
     for key in keys:
@@ -242,9 +242,12 @@ def design_section(s, rows):
         f"`{s['paper_low']['forward']}` (activations Y, weights P) and `{s['paper_low']['backward']}` (activation "
         f"gradients GY); the powered design uses `{s['low']['forward']}` and `{s['low']['backward']}` (narrower "
         "than the paper's, chosen by the pilot below so that uniform low precision has accuracy to lose).",
-        f"- Seeds: 8 on every row that carries a claim; promotion at the schedule's own learning rate "
+        f"- Seeds: {len(s['seeds'])} on every row that carries a claim, {len(s['promotion_seeds'])} on the rows with "
+        f"promotion (paired with the same seeds without), {len(s['context_seeds'])} on all-high and op-variant (the "
+        f"memory reference and context, no claim); promotion at the schedule's own learning rate "
         f"(Θ = {s['theta']:g}), where fp32 trains well; the dynamic bitlength runs learn for all but the last "
-        "epoch and BitWave fixes its container before it, so their bitlengths settle within the schedule.",
+        "epoch and BitWave fixes its container before it (the trainer's defaults are 5 and 5 epochs), so the last "
+        "epoch trains with the bitlengths they chose; whether those moved is read from the per-epoch table.",
         f"- Plan: the pilot ({plan['pilot']} runs) and the powered design ({powered} runs: "
         + ", ".join(f"{p} {plan[p]}" for p in s["powered"]) + "); `reproduce.py --list` prints each run's command: "
         f"`train.py {' '.join(s['common'])}` plus the row's flags and `--seed S`.", "",
@@ -257,17 +260,21 @@ def design_section(s, rows):
 
 
 def _estimate(s, rows, powered):
-    pilot = [r for k, row in rows.items() if k[0] == "pilot" and row for r in row.runs if r.cpu is not None]
-    if not pilot:
-        return ["No pilot run is committed, so the powered design's time is not estimated.", ""]
-    per_run = statistics.fmean(r.cpu for r in pilot)
-    minutes = powered * per_run / 60 / s["jobs"]
-    return [f"Time: the pilot's runs took **{per_run:.0f} CPU-seconds each** (mean of {len(pilot)}; user + system, "
-            f"from `wait4`, one torch thread). The powered design's {powered} runs at that rate: about "
-            f"**{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate, not a measurement), "
-            + ("within" if minutes <= s["budget_minutes"] else "**over**")
-            + f" the {s['budget_minutes']}-minute budget. The dynamic and promotion runs cost more per step than the "
-            "pilot's (they quantize more tensors), so the estimate is a lower bound.", ""]
+    """The powered design's time from the pilot's CPU per run: fp32 rows at the pilot's fp32 cost,
+    every row that quantizes (low formats or dynamic containers) at the pilot's quantized row's."""
+    fp32, quantized = rows.get(("pilot", "fp32")), rows.get(("pilot", "uniform-narrow"))
+    if not fp32 or not quantized or any(r.cpu is None for r in fp32.runs + quantized.runs):
+        return ["No timed pilot run of both rows is committed, so the powered design's time is not estimated.", ""]
+    cost_fp32, cost_low = fp32.mean("cpu"), quantized.mean("cpu")
+    plain = sum(len(c.seeds) for c in s["configs"] if c.part in s["powered"] and "fp32" in c.args
+                and "--dynamic" not in c.args)
+    minutes = (plain * cost_fp32 + (powered - plain) * cost_low) / 60 / s["jobs"]
+    return [f"Time: the pilot's fp32 runs took **{cost_fp32:.0f} CPU-seconds** each (mean of {fp32.n}) and its "
+            f"uniform runs **{cost_low:.0f}** (mean of {quantized.n}; user + system from `wait4`, one torch thread). "
+            f"At those costs ({plain} fp32 runs, {powered - plain} that quantize) the powered design takes about "
+            f"**{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate from the pilot, not a measurement of "
+            "the design), " + ("within" if minutes <= s["budget_minutes"] else "**over**")
+            + f" the {s['budget_minutes']}-minute budget.", ""]
 
 
 def pilot_section(rows, s):
@@ -287,7 +294,8 @@ def pilot_section(rows, s):
                            "did **not** lose 5 points on every seed") + " of the pilot.",
           f"- Spread: seed SD {statistics.stdev([100 * r.test for r in fp32.runs]):.2f} points (fp32), "
           f"{statistics.stdev([100 * r.test for r in uni.runs]):.2f} (uniform); SD of the paired differences "
-          f"{c.sd:.2f}. If a comparison's differences spread as much, 8 seeds detect {mde_for(c.sd, 8):.1f} points "
+          f"{c.sd:.2f}. If a comparison's differences spread as much, {len(s['seeds'])} seeds detect "
+          f"{mde_for(c.sd, len(s['seeds'])):.1f} points "
           f"and 16 seeds {mde_for(c.sd, 16):.1f} (MDE at {round(100 * POWER)} % power); a comparison between "
           f"rows closer to fp32 spreads less.", ""]
     return L
@@ -436,8 +444,9 @@ def tables_section(rows, s):
           t or "No run of this part is committed.", ""]
     t = dynamic_table(rows, [("dynamic", d) for d in ("qm-qe", "bitwave")])
     L += ["Dynamic bitlengths (QM+QE, BitWave) on fp32 containers, per epoch (means over seeds). The saved activations "
-          "are packed at each tensor's current bitlength, so they are reported per epoch: the maximum over the run "
-          "is set by the first epoch, before the bitlengths shrink.", "", t or "No run of this part is committed.", ""]
+          "are packed in each tensor's current container (fp(8, k_m): sign, 8 exponent bits, k_m mantissa bits), "
+          "so they are reported per epoch: the maximum over the run is set by the first epoch, before the "
+          "bitlengths shrink.", "", t or "No run of this part is committed.", ""]
     return L
 
 
@@ -471,8 +480,7 @@ def document(out, cfgs, s):
           "`results/torch/`; do not edit it by hand. A test (`python/tests/test_results_tables.py`) checks that "
           "the script rewrites it byte for byte from that data.", "",
           "The tables this page showed earlier (Adam, 3 seeds, 2000 test images) are withdrawn: their raw CSVs were "
-          "never committed and no longer exist, so they can be neither regenerated nor checked, and their design "
-          "could not separate effects under 6–7 points.", ""]
+          "never committed and no longer exist, so they can be neither regenerated nor checked.", ""]
     L += rule_section(s) + design_section(s, rows) + pilot_section(rows, s) + claims_section(rows, s)
     L += tables_section(rows, s) + provenance_section(rows)
     return "\n".join(L).rstrip("\n") + "\n"
