@@ -11,7 +11,10 @@
   shape, its shortcut is a 1x1 stride-2 convolution with batch norm (the paper's option B), so
   that every shortcut is a GEMM the precision assignment sees.
 
-Both are plain nn.Modules that torch.fx traces (no data-dependent control flow).
+- mlp: a multilayer perceptron (784 -> 256 -> 256 -> 256 -> 10, ReLU; the width multiplier
+  scales the hidden layers), small enough for many-seed studies of training recipes on two cores.
+
+All are plain nn.Modules that torch.fx traces (no data-dependent control flow).
 """
 
 from __future__ import annotations
@@ -138,7 +141,13 @@ def resnet20(num_classes: int = 10, width: float = 1.0) -> nn.Module:
     return ResNet20(num_classes, width)
 
 
-MODELS = {"resnet18": resnet18, "resnet20": resnet20}
+def mlp(num_classes: int = 10, width: float = 1.0) -> nn.Module:
+    hidden = _channels(256, width)
+    return nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                         nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+
+
+MODELS = {"resnet18": resnet18, "resnet20": resnet20, "mlp": mlp}
 
 
 def build(name: str, width: float = 1.0, num_classes: int = 10) -> nn.Module:

@@ -11,6 +11,12 @@ Example:
   PYTHONPATH=build/release/python python examples/torch/train.py --model resnet18 --epochs 1 \\
       --train-limit 4000 --assignment ours --ratio 0.5 --save-activations packed --csv out.csv
 
+With --recipe it trains by a low-precision training recipe instead (minifloat.recipes: every
+operand of the forward, input-gradient and weight-gradient GEMMs in its own format; docs/recipes.md),
+with per-GEMM-role overflow, underflow and clamped-block counts and operand bytes in the CSV:
+  PYTHONPATH=build/release/python python examples/torch/train.py --model resnet20 --recipe nvfp4 \\
+      --epochs 1 --train-limit 4000 --csv out.csv
+
 Under torchrun it trains with DistributedDataParallel on gloo, each rank on its share of every
 batch, and sends gradients as codes of --comm-format (minifloat.distributed; docs/distributed.md):
   PYTHONPATH=build/release/python torchrun --nproc_per_node 2 examples/torch/train.py --model resnet20 \\
@@ -92,8 +98,9 @@ def _weights(text):
 
 def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=["resnet18", "resnet20"], default="resnet20",
-                   help="torchvision's ResNet-18 adapted to 1x28x28, or the CIFAR-style ResNet-20 (default resnet20)")
+    p.add_argument("--model", choices=["resnet18", "resnet20", "mlp"], default="resnet20",
+                   help="torchvision's ResNet-18 adapted to 1x28x28, the CIFAR-style ResNet-20, or a 4-layer MLP "
+                        "(examples/torch/models.py) (default resnet20)")
     p.add_argument("--width", type=_positive_float, default=1.0, help="channel width multiplier (default 1)")
     p.add_argument("--epochs", type=_positive_int, default=1, help="training epochs (default 1)")
     p.add_argument("--train-limit", type=_positive_int, default=None,
@@ -186,6 +193,25 @@ def parser():
     comm.add_argument("--comm-faithful-sum", action="store_true",
                       help="sum as a ring all-reduce that rounds the partial sum to --comm-format after every hop")
     comm.add_argument("--bucket-cap-mb", type=_positive_float, default=25.0, help="DDP bucket size in MB (default 25)")
+    rec = p.add_argument_group("training recipe (minifloat.recipes; replaces the precision assignment)")
+    rec.add_argument("--recipe", default=None, metavar="NAME",
+                     help="train every Linear/Conv2d GEMM by this recipe: nvfp4, mxfp8, mxfp8_rceil, mxfp4, "
+                          "mxfp4_rceil, fp8, bf16, fp32 (docs/recipes.md)")
+    rec.add_argument("--rht", choices=["on", "off"], default=None,
+                     help="random Hadamard transform: off removes it, on adds the default one to the weight-gradient "
+                          "GEMM (default: the recipe's)")
+    rec.add_argument("--sr", choices=["on", "off"], default=None,
+                     help="stochastic rounding: on for the gradient operands, off rounds all to nearest (default: the "
+                          "recipe's)")
+    rec.add_argument("--scale-rule", default=None, metavar="RULE",
+                     help="MX scale rule of every E8M0-scaled operand: floor, rceil, ... (default: the recipe's)")
+    rec.add_argument("--prescale", type=_positive_float, default=None,
+                     help="pre-scale of the operands that have one (mxfp4's 3/4; 1 turns it off)")
+    rec.add_argument("--accumulation", choices=["fp32", "hopper-fp8", "hopper-fp8-no-promotion"], default="fp32",
+                     help="accumulation of every GEMM: fp32, or emulated (operands.HOPPER_FP8_MODEL: 14-bit sums, "
+                          "promoted to fp32 every 128, or never) -- slow, for small models (default fp32)")
+    rec.add_argument("--keep-first-last", choices=["on", "off"], default="on",
+                     help="keep the first and last layers in fp32, as the papers do (default on)")
     p.add_argument("--csv", default=None, help="write one row per epoch to this CSV file (replaced atomically)")
     p.add_argument("--data-dir", default=None, help="Fashion-MNIST IDX directory (default Debian's)")
     p.add_argument("--threads", type=_positive_int, default=None, help="torch threads (default torch's choice)")
@@ -287,8 +313,133 @@ def tensor_rows(dyn, epoch, learning):
     return rows
 
 
+RECIPE_COLUMNS = ["epoch", "train_loss", "train_accuracy", "test_accuracy", "steps", "seconds", "step_seconds"] + [
+    f"{role}_{field}" for role in ("forward", "input_grad", "weight_grad")
+    for field in ("values", "overflows", "underflows", "blocks", "clamped_blocks", "bytes")] + [
+    "operand_bytes", "operand_fp32_bytes", "recipe", "seed", "model", "train_images", "git_commit", "minifloat_version",
+    "torch_version"]
+# Flags of the precision-assignment trainer that --recipe replaces, with their defaults.
+_NOT_WITH_RECIPE = {"assignment": None, "dynamic": None, "promotion": False, "comm_format": None,
+                    "weights": ("fp32-master", None), "loss_scaling": None, "rounding": "nearest_even",
+                    "low_forward": "paper_fp(4,3,4)", "low_backward": "paper_fp(5,2,0)"}
+
+
+def _git_commit():
+    import subprocess
+    try:
+        out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def recipe_main(args):
+    """Train by a recipe: the model's Linear/Conv2d layers replaced by minifloat.layers' (the first
+    and last kept in fp32 unless --keep-first-last off), Adam or SGD on fp32 weights, no loss scaling
+    (the block and tensor scales follow each operand's amax)."""
+    for flag, default in _NOT_WITH_RECIPE.items():
+        if getattr(args, flag) != default:
+            fail(f"--{flag.replace('_', '-')} belongs to the precision-assignment trainer; --recipe replaces it")
+    if os.environ.get("WORLD_SIZE", "1") != "1":
+        fail("--recipe trains on one process")
+    import torch
+    import minifloat as mf
+    from minifloat import layers as mfl, recipes as mfr, operands as mfo
+    import fashion_mnist
+    import models
+
+    try:
+        recipe = mfr.recipe(args.recipe)
+    except ValueError as e:
+        fail(f"--recipe: {e}")
+    accumulation = {"fp32": None, "hopper-fp8": dict(mfo.HOPPER_FP8_MODEL),
+                    "hopper-fp8-no-promotion": dict(mfo.HOPPER_FP8_MODEL, promote_every=0)}[args.accumulation]
+    try:
+        recipe = recipe.variant(rht=None if args.rht is None else args.rht == "on",
+                                sr=None if args.sr is None else args.sr == "on", scale_rule=args.scale_rule,
+                                prescale=args.prescale,
+                                accumulation=None if accumulation is None else accumulation)
+    except (TypeError, ValueError) as e:
+        fail(f"--rht/--sr/--scale-rule/--prescale/--accumulation: {e}")
+    csv_file = CsvFile(args.csv, RECIPE_COLUMNS) if args.csv else None
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        directory = args.data_dir or fashion_mnist.DEFAULT_DIR
+        train = fashion_mnist.load("train", directory, args.train_limit)
+        test = fashion_mnist.load("test", directory, args.test_limit)
+    except fashion_mnist.DatasetError as e:
+        fail(str(e), 1)
+    torch.manual_seed(args.seed)
+    model = models.build(args.model, args.width)
+    done = mfl.convert(model, recipe, seed=args.seed, keep_first_last=args.keep_first_last == "on")
+    print(recipe.describe())
+    print(f"{args.model} width {args.width}: {len(done.converted)} layers by the recipe, kept in fp32: "
+          f"{', '.join(done.kept) or 'none'}")
+    lr = args.lr if args.lr is not None else (2e-3 if args.optimizer == "adam" else 0.05)
+    opt = (torch.optim.Adam(model.parameters(), lr=lr) if args.optimizer == "adam"
+           else torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9))
+    loss_fn = torch.nn.functional.cross_entropy
+    meta = dict(recipe=recipe.name, seed=args.seed, model=args.model, train_images=len(train), git_commit=_git_commit(),
+                minifloat_version=mf.__version__, torch_version=torch.__version__)
+    for epoch in range(1, args.epochs + 1):
+        started = time.perf_counter()
+        mfl.reset_counters(model)
+        model.train()
+        total_loss = seen = steps = 0
+        step_seconds = 0.0
+        generator = torch.Generator().manual_seed(args.seed * 1000 + epoch)
+        for x, y in fashion_mnist.batches(train, args.batch_size, generator):
+            t0 = time.perf_counter()
+            loss = loss_fn(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step_seconds += time.perf_counter() - t0
+            steps += 1
+            total_loss += loss.item() * len(y)
+            seen += len(y)
+            progress(epoch, seen, len(train), total_loss / seen, started)
+        sys.stderr.write("\n")
+        counts = mfl.counters(model)  # the training steps' GEMMs only: evaluation below runs no backward
+        model.eval()
+        correct = train_correct = 0
+        with torch.no_grad():
+            for x, y in fashion_mnist.batches(train, 500):
+                train_correct += int((model(x).argmax(1) == y).sum())
+            for x, y in fashion_mnist.batches(test, 500):
+                correct += int((model(x).argmax(1) == y).sum())
+        seconds = time.perf_counter() - started
+        row = {"epoch": epoch, "train_loss": f"{total_loss / seen:.6f}",
+               "train_accuracy": f"{train_correct / len(train):.4f}", "test_accuracy": f"{correct / len(test):.4f}",
+               "steps": steps, "seconds": f"{seconds:.1f}", "step_seconds": f"{step_seconds / max(steps, 1):.4f}"}
+        for role, c in counts.items():
+            for field in ("values", "overflows", "underflows", "blocks", "clamped_blocks", "bytes"):
+                row[f"{role}_{field}"] = c[field]
+        row["operand_bytes"] = sum(c["bytes"] for c in counts.values())
+        row["operand_fp32_bytes"] = 4 * sum(c["values"] for c in counts.values())
+        row.update(meta)
+        print(f"epoch {epoch}: loss {row['train_loss']} train acc {row['train_accuracy']} test acc "
+              f"{row['test_accuracy']} | {seconds:.1f} s, {row['step_seconds']} s per step")
+        for role, c in counts.items():
+            print(f"  {role:11s} overflows {c['overflows']} underflows {c['underflows']} clamped blocks "
+                  f"{c['clamped_blocks']} of {c['blocks']} | operands {c['bytes']} B "
+                  f"({c['bytes'] / max(4 * c['values'], 1):.3f} of fp32)")
+        if csv_file:
+            csv_file.add(row)
+    return 0
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    if args.recipe is not None:
+        return recipe_main(args)
+    recipe_flags = [f for f in ("rht", "sr", "scale_rule", "prescale") if getattr(args, f) is not None]
+    if recipe_flags or args.accumulation != "fp32" or args.keep_first_last != "on":
+        fail(f"--{(recipe_flags or ['accumulation'])[0].replace('_', '-')} applies with --recipe only")
     if args.dynamic is not None:
         if args.assignment not in (None, "fp32"):
             fail(f"--dynamic {args.dynamic} replaces the precision assignment; --assignment {args.assignment} "
