@@ -3,9 +3,12 @@ by the recipe's rule gives (computed here by direct calls of the operand functio
 own casts), gradients pass straight through, the Hadamard sign vector survives a state-dict round
 trip, and a short run with every built-in recipe learns."""
 
+import csv
 import dataclasses
+import os
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -343,3 +346,21 @@ def test_a_short_run_with_each_builtin_recipe_learns(name):
     with torch.no_grad():
         accuracy = (model(xt).argmax(1) == yt).float().mean().item()
     assert accuracy > 0.9, accuracy
+
+
+TRAIN = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch", "train.py"))
+
+
+def test_train_py_with_a_recipe_writes_per_role_counts_and_refuses_assignment_flags(tmp_path):
+    out = tmp_path / "out.csv"
+    cmd = [sys.executable, TRAIN, "--model", "mlp", "--width", "0.25", "--recipe", "nvfp4", "--rht", "off",
+           "--train-limit", "128", "--test-limit", "64", "--threads", "1", "--csv", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "weight_grad overflows" in r.stdout and "RHT" not in r.stdout
+    row = list(csv.DictReader(out.open()))[0]
+    assert row["recipe"] == "nvfp4_no_rht" and int(row["steps"]) == 2
+    assert 0 < int(row["operand_bytes"]) < 0.2 * int(row["operand_fp32_bytes"])
+    assert int(row["forward_blocks"]) > 0 and row["git_commit"] and row["torch_version"] == torch.__version__
+    bad = subprocess.run(cmd[:-2] + ["--assignment", "uniform"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "--recipe replaces it" in bad.stderr
