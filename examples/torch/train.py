@@ -218,6 +218,17 @@ def parser():
     return p
 
 
+def load_splits(args):
+    """The training and test splits, limited as the flags say; a missing or bad file ends the run."""
+    import fashion_mnist
+    try:
+        directory = args.data_dir or fashion_mnist.DEFAULT_DIR
+        return (fashion_mnist.load("train", directory, args.train_limit),
+                fashion_mnist.load("test", directory, args.test_limit))
+    except fashion_mnist.DatasetError as e:
+        fail(str(e), 1)
+
+
 def fail(message, code=2):
     print(f"train.py: error: {message}", file=sys.stderr)
     sys.exit(code)
@@ -367,12 +378,7 @@ def recipe_main(args):
     csv_file = CsvFile(args.csv, RECIPE_COLUMNS) if args.csv else None
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
-        directory = args.data_dir or fashion_mnist.DEFAULT_DIR
-        train = fashion_mnist.load("train", directory, args.train_limit)
-        test = fashion_mnist.load("test", directory, args.test_limit)
-    except fashion_mnist.DatasetError as e:
-        fail(str(e), 1)
+    train, test = load_splits(args)
     torch.manual_seed(args.seed)
     model = models.build(args.model, args.width)
     done = mfl.convert(model, recipe, seed=args.seed, keep_first_last=args.keep_first_last == "on")
@@ -506,12 +512,7 @@ def main(argv=None):
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    try:
-        directory = args.data_dir or fashion_mnist.DEFAULT_DIR
-        train = fashion_mnist.load("train", directory, args.train_limit)
-        test = fashion_mnist.load("test", directory, args.test_limit)
-    except fashion_mnist.DatasetError as e:
-        fail(str(e), 1)
+    train, test = load_splits(args)
 
     torch.manual_seed(args.seed)
     model = models.build(args.model, args.width)
