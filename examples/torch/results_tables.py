@@ -15,7 +15,7 @@ import os
 import re
 import statistics
 
-from verdict import CONFIDENCE, KEEP_MARGIN, POWER, mde_for, paired
+from verdict import CONFIDENCE, KEEP_MARGIN, POWER, mde_for, paired, t_quantile
 
 DIVERGED_BELOW = 0.20   # test accuracy under this (10 classes: chance is 0.10), or a non-finite loss
 
@@ -296,9 +296,21 @@ def pilot_section(rows, s):
           f"{statistics.stdev([100 * r.test for r in uni.runs]):.2f} (uniform); SD of the paired differences "
           f"{c.sd:.2f}. If a comparison's differences spread as much, {len(s['seeds'])} seeds detect "
           f"{mde_for(c.sd, len(s['seeds'])):.1f} points "
-          f"and 16 seeds {mde_for(c.sd, 16):.1f} (MDE at {round(100 * POWER)} % power); a comparison between "
-          f"rows closer to fp32 spreads less.", ""]
+          f"and 16 seeds {mde_for(c.sd, 16):.1f} (MDE at {round(100 * POWER)} % power).",
+          _unpaired_bound(fp32, len(s["seeds"])), ""]
     return L
+
+
+def _unpaired_bound(fp32, n):
+    """What n seeds can decide if pairing removed nothing: differences spread by √2 × fp32's seed SD."""
+    sd = math.sqrt(2) * statistics.stdev([100 * r.test for r in fp32.runs])
+    t = mde_for(1.0, n)   # the MDE per point of SD
+    keep_sd = KEEP_MARGIN * math.sqrt(n) / t_quantile(0.5 + CONFIDENCE / 2, n - 1)
+    return (f"- Without any benefit from pairing (the seeds of two rows independent), differences would spread by "
+            f"√2 × fp32's seed SD = {sd:.2f} points, and {n} seeds would detect {t * sd:.1f} points. "
+            f"\"Keeps accuracy\" at a true difference of 0 needs the paired differences' SD below about "
+            f"{keep_sd:.2f} points with {n} seeds (lower bound −t·SD/√n above −{KEEP_MARGIN:g}); how far pairing "
+            "brings a row's differences below the unpaired spread is what the powered runs measure.")
 
 
 def claims_section(rows, s):
