@@ -139,17 +139,27 @@ def plan(parts):
     return [(c, s) for s in seeds for c in chosen if s in c.seeds]
 
 
-def measured_cpu_per_run(out, part="pilot"):
-    """Mean CPU seconds (user + system) of the finished runs of `part`, or None."""
-    cpu = []
+def _is_plain_fp32(cfg):
+    return "fp32" in cfg.args and "--dynamic" not in cfg.args
+
+
+def estimate_cpu(todo, out):
+    """CPU seconds of `todo` priced at the pilot's measured costs: plain fp32 runs at the pilot's fp32
+    row's mean, every run that quantizes at its uniform row's; None without both."""
+    cost = {}
     for c in configs():
-        if c.part == part:
+        if c.part == "pilot":
+            cpu = []
             for s in c.seeds:
                 meta = c.csv(out, s)[:-4] + ".json"
                 if os.path.exists(meta) and os.path.exists(c.csv(out, s)):
                     m = json.load(open(meta))
                     cpu.append(m["cpu_user_s"] + m["cpu_sys_s"])
-    return statistics.fmean(cpu) if cpu else None
+            if cpu:
+                cost[_is_plain_fp32(c)] = statistics.fmean(cpu)
+    if len(cost) < 2:
+        return None
+    return sum(cost[_is_plain_fp32(c)] for c, _ in todo)
 
 
 STOP = threading.Event()   # set by SIGTERM / SIGINT: start nothing more, end the runs under way
@@ -244,7 +254,8 @@ def document(out):
     return results_tables.document(out, configs(), {
         "schedule": SCHEDULE, "common": COMMON, "paper_low": PAPER_LOW, "narrow_low": NARROW_LOW, "low": LOW,
         "theta": THETA, "seeds": SEEDS, "context_seeds": CONTEXT_SEEDS, "promotion_seeds": PROMOTION_SEEDS, "ratios": RATIOS, "order_ratio": ORDER_RATIO, "parts": PARTS, "powered": POWERED,
-        "budget_minutes": BUDGET_MINUTES, "configs": configs(), "jobs": JOBS, "plan": {p: len(plan((p,))) for p in PARTS}})
+        "budget_minutes": BUDGET_MINUTES, "powered_cpu": estimate_cpu(plan(POWERED), out),
+        "powered_plain_fp32": sum(_is_plain_fp32(c) for c, _ in plan(POWERED)), "jobs": JOBS, "plan": {p: len(plan((p,))) for p in PARTS}})
 
 
 def main(argv=None):
@@ -281,9 +292,9 @@ def main(argv=None):
                   f"train.py {' '.join(COMMON + list(c.args))} --seed {s}")
         return 0
     if args.run and todo:
-        per_run = measured_cpu_per_run(args.out)
-        estimate = (f"about {len(todo) * per_run / 60 / args.jobs:.0f} minutes at {args.jobs} at a time on idle "
-                    f"cores ({per_run:.0f} CPU-s per run, the pilot's mean)" if per_run else "no pilot run to time from")
+        cpu = estimate_cpu(todo, args.out)
+        estimate = (f"about {cpu / 60 / args.jobs:.0f} minutes at {args.jobs} at a time on idle cores (priced at "
+                    "the pilot's CPU per run)" if cpu else "no timed pilot to estimate from")
         print(f"{len(todo)} runs to do ({len(chosen) - len(todo)} already done), {args.jobs} at a time: {estimate}",
               flush=True)
         os.makedirs(args.out, exist_ok=True)

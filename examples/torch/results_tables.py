@@ -227,10 +227,10 @@ def design_section(s, rows):
         "## Design", "",
         f"- Model: CIFAR-style **ResNet-20** (option-B 1×1 shortcuts) at width {sch['width']} "
         f"({'/'.join(str(max(1, round(b * sch['width']))) for b in (16, 32, 64))} channels), `examples/torch/models.py`. "
-        "The paper reports its ResNet-18 runs as the least sensitive of its models to the assignment: the "
-        "demotion orders differ less there (Appendix C.2, Figure 16) and ResNet-18 on CIFAR-10 does not diverge "
-        "even without promotion (Figure 17); it chose models with few weights because they are harder to train "
-        "in low precision (§5.2). A residual model is therefore the hardest place to see the paper's effects.",
+        "The paper reports ResNet-18 as the least sensitive of its models to the assignment: the demotion "
+        "orders differ less there (Appendix C.2, Figure 16) and ResNet-18 on CIFAR-10 does not diverge even "
+        "without promotion (Figure 17); it chose models with few weights because they are harder to train in "
+        "low precision (§5.2). Effects on a residual model may therefore be smaller than the paper's headline ones.",
         f"- Data: Fashion-MNIST (Debian's `dataset-fashion-mnist`): the first {sch['train_limit']} training images, "
         f"{sch['epochs']} epochs of {spe} steps (batch {sch['batch']}); accuracy is the final epoch's on "
         f"{test} test images.",
@@ -240,12 +240,13 @@ def design_section(s, rows):
         "paper's 200 epochs to fit the budget.",
         f"- Formats: high fp(6,9,0) (the paper's) for every tensor. Low: the paper's §5.2 candidates are "
         f"`{s['paper_low']['forward']}` (activations Y, weights P) and `{s['paper_low']['backward']}` (activation "
-        f"gradients GY); the powered design uses `{s['low']['forward']}` and `{s['low']['backward']}` (narrower "
-        "than the paper's, chosen by the pilot below so that uniform low precision has accuracy to lose).",
+        f"gradients GY); the powered design uses `{s['low']['forward']}` and `{s['low']['backward']}`, narrower "
+        "than the paper's: the pilot below checks that uniform low precision loses accuracy with them, so that "
+        "the assignments have something to save.",
         f"- Seeds: {len(s['seeds'])} on every row that carries a claim, {len(s['promotion_seeds'])} on the rows with "
         f"promotion (paired with the same seeds without), {len(s['context_seeds'])} on all-high and op-variant (the "
-        f"memory reference and context, no claim); promotion at the schedule's own learning rate "
-        f"(Θ = {s['theta']:g}), where fp32 trains well; the dynamic bitlength runs learn for all but the last "
+        f"memory reference and context, no claim); promotion (Θ = {s['theta']:g}) at the schedule's own learning "
+        "rate, the one fp32 trains at in the pilot; the dynamic bitlength runs learn for all but the last "
         "epoch and BitWave fixes its container before it (the trainer's defaults are 5 and 5 epochs), so the last "
         "epoch trains with the bitlengths they chose; whether those moved is read from the per-epoch table.",
         f"- Plan: the pilot ({plan['pilot']} runs) and the powered design ({powered} runs: "
@@ -260,20 +261,18 @@ def design_section(s, rows):
 
 
 def _estimate(s, rows, powered):
-    """The powered design's time from the pilot's CPU per run: fp32 rows at the pilot's fp32 cost,
-    every row that quantizes (low formats or dynamic containers) at the pilot's quantized row's."""
+    """The powered design's time as reproduce.py prices it from the pilot (fp32 runs at the pilot's
+    fp32 cost, runs that quantize at its uniform cost)."""
     fp32, quantized = rows.get(("pilot", "fp32")), rows.get(("pilot", "uniform-narrow"))
-    if not fp32 or not quantized or any(r.cpu is None for r in fp32.runs + quantized.runs):
+    if s["powered_cpu"] is None:
         return ["No timed pilot run of both rows is committed, so the powered design's time is not estimated.", ""]
-    cost_fp32, cost_low = fp32.mean("cpu"), quantized.mean("cpu")
-    plain = sum(len(c.seeds) for c in s["configs"] if c.part in s["powered"] and "fp32" in c.args
-                and "--dynamic" not in c.args)
-    minutes = (plain * cost_fp32 + (powered - plain) * cost_low) / 60 / s["jobs"]
-    return [f"Time: the pilot's fp32 runs took **{cost_fp32:.0f} CPU-seconds** each (mean of {fp32.n}) and its "
-            f"uniform runs **{cost_low:.0f}** (mean of {quantized.n}; user + system from `wait4`, one torch thread). "
-            f"At those costs ({plain} fp32 runs, {powered - plain} that quantize) the powered design takes about "
-            f"**{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate from the pilot, not a measurement of "
-            "the design), " + ("within" if minutes <= s["budget_minutes"] else "**over**")
+    plain = s["powered_plain_fp32"]
+    minutes = s["powered_cpu"] / 60 / s["jobs"]
+    return [f"Time: the pilot's fp32 runs took **{fp32.mean('cpu'):.0f} CPU-seconds** each (mean of {fp32.n}) and "
+            f"its uniform runs **{quantized.mean('cpu'):.0f}** (mean of {quantized.n}; user + system from `wait4`, "
+            f"one torch thread). At those costs ({plain} fp32 runs, {powered - plain} that quantize) the powered "
+            f"design takes about **{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate from the pilot, "
+            "not a measurement of the design), " + ("within" if minutes <= s["budget_minutes"] else "**over**")
             + f" the {s['budget_minutes']}-minute budget.", ""]
 
 
