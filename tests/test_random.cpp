@@ -123,6 +123,27 @@ TEST_CASE("ARS in software equals ARS on AES-NI for random counters and keys", "
 }
 #endif
 
+TEST_CASE("the table form of the AES round (the CUDA kernels' generator) equals the computed round",
+          "[random][aes]") {
+  const std::uint32_t* table = mf::detail::aes_round_table.data();
+  for (int x = 0; x < 256; ++x) {  // byte 1 of each entry is the S-box, as the last round reads it
+    CHECK(((mf::detail::aes_round_table[x] >> 8) & 0xffu) == mf::detail::aes_sbox_computed(static_cast<std::uint8_t>(x)));
+  }
+  std::mt19937_64 rng(20261128);
+  int mismatches = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const block128 state = random_block(rng), key = random_block(rng);
+    mismatches += !(mf::detail::aes_round_tabled<false>(state, key, table) == mf::detail::aes_round<false>(state, key));
+    mismatches += !(mf::detail::aes_round_tabled<true>(state, key, table) == mf::detail::aes_round<true>(state, key));
+    mismatches += !(mf::detail::ars_tabled<5>(state, key, table) == mf::detail::ars_software<5>(state, key));
+  }
+  CHECK(mismatches == 0);
+  for (const auto& v : random123_vectors) {
+    if (v.rounds == 7) CHECK(mf::detail::ars_tabled<7>(v.counter, v.key, table) == v.expected);
+    else CHECK(mf::detail::ars_tabled<10>(v.counter, v.key, table) == v.expected);
+  }
+}
+
 TEST_CASE("ARS gives Random123's published known answers with 7 and 10 rounds", "[random][kat]") {
   for (const auto& v : random123_vectors) {
     INFO("rounds " << v.rounds << ", counter word 0 " << std::hex << v.counter.w[0]);

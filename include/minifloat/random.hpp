@@ -21,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <concepts>
 #include <cstdint>
 #include <type_traits>
@@ -125,24 +126,91 @@ MINIFLOAT_HD constexpr block128 aes_round(const block128& state, const block128&
   return out;
 }
 
+/// The AES round as one table of 256 words (the table form of the round in Daemen and Rijmen's
+/// AES proposal): entry x is the column that MixColumns makes of S(x) in row 0, bytes
+/// (2·S(x), S(x), S(x), 3·S(x)); S(x) in rows 1, 2, 3 gives the same column rotated left by 8,
+/// 16, 24 bits, and byte 1 is S(x) itself, which the last round (no MixColumns) keeps.
+MINIFLOAT_HD constexpr std::uint32_t aes_round_table_entry(std::uint8_t x) {
+  const std::uint8_t s = aes_sbox(x), twice = gf_times_x(s);
+  return twice | std::uint32_t{s} << 8 | std::uint32_t{s} << 16 | std::uint32_t(twice ^ s) << 24;
+}
+#if !defined(__CUDA_ARCH__)
+inline constexpr std::array<std::uint32_t, 256> aes_round_table = [] {
+  std::array<std::uint32_t, 256> t{};
+  for (int x = 0; x < 256; ++x) t[x] = aes_round_table_entry(static_cast<std::uint8_t>(x));
+  return t;
+}();
+#endif
+
+/// aes_round through the round table (aes_round_table_entry's 256 words at `table`): the same
+/// bits with 16 table reads per round instead of 16 S-box evaluations and the MixColumns
+/// arithmetic. The CUDA kernels keep the table in shared memory; tests/test_random.cpp checks
+/// this form against aes_round and the aesenc instruction.
+template <bool Last>
+MINIFLOAT_HD constexpr block128 aes_round_tabled(const block128& state, const block128& round_key,
+                                                 const std::uint32_t* table) {
+  block128 out{};
+  for (int c = 0; c < 4; ++c) {  // row r of column c comes from column c + r (ShiftRows)
+    const std::uint32_t t0 = table[state.w[c] & 0xffu];
+    const std::uint32_t t1 = table[(state.w[(c + 1) & 3] >> 8) & 0xffu];
+    const std::uint32_t t2 = table[(state.w[(c + 2) & 3] >> 16) & 0xffu];
+    const std::uint32_t t3 = table[state.w[(c + 3) & 3] >> 24];
+    if constexpr (Last)
+      out.w[c] = (((t0 >> 8) & 0xffu) | (t1 & 0xff00u) | ((t2 << 8) & 0xff0000u) | ((t3 << 16) & 0xff000000u)) ^
+                 round_key.w[c];
+    else
+      out.w[c] = t0 ^ std::rotl(t1, 8) ^ std::rotl(t2, 16) ^ std::rotl(t3, 24) ^ round_key.w[c];
+  }
+  return out;
+}
+
 /// The next ARS round key: the Weyl increments added to each 64-bit half.
 MINIFLOAT_HD constexpr block128 ars_next_key(const block128& k) {
   return block128::from(k.low() + ars_weyl_low, k.high() + ars_weyl_high);
 }
 
-/// ARS with `Rounds` rounds in software: v = counter ^ key, then Rounds - 1 aesenc rounds and
-/// one aesenclast, the round keys being key + r * (Weyl increments).
-template <int Rounds>
-MINIFLOAT_HD constexpr block128 ars_software(const block128& counter, const block128& key) {
+/// The two software forms of the AES round, for ars_with: computed (aes_round) and through the
+/// round table (aes_round_tabled).
+struct computed_aes_round {
+  template <bool Last>
+  MINIFLOAT_HD constexpr block128 apply(const block128& state, const block128& round_key) const {
+    return aes_round<Last>(state, round_key);
+  }
+};
+struct tabled_aes_round {
+  const std::uint32_t* table;
+  template <bool Last>
+  MINIFLOAT_HD constexpr block128 apply(const block128& state, const block128& round_key) const {
+    return aes_round_tabled<Last>(state, round_key, table);
+  }
+};
+
+/// ARS with `Rounds` rounds, each by `round.apply<Last>(state, round_key)`: v = counter ^ key,
+/// then Rounds - 1 aesenc rounds and one aesenclast, the round keys being key + r * (Weyl
+/// increments).
+template <int Rounds, class Round>
+MINIFLOAT_HD constexpr block128 ars_with(const block128& counter, const block128& key, const Round& round) {
   static_assert(Rounds >= 1, "ARS needs at least one round");
   block128 k = key;
   block128 v = block128::from(counter.low() ^ key.low(), counter.high() ^ key.high());
   for (int r = 1; r < Rounds; ++r) {
     k = ars_next_key(k);
-    v = aes_round<false>(v, k);
+    v = round.template apply<false>(v, k);
   }
   k = ars_next_key(k);
-  return aes_round<true>(v, k);
+  return round.template apply<true>(v, k);
+}
+
+/// ARS with `Rounds` rounds in software (the S-box and MixColumns evaluated).
+template <int Rounds>
+MINIFLOAT_HD constexpr block128 ars_software(const block128& counter, const block128& key) {
+  return ars_with<Rounds>(counter, key, computed_aes_round{});
+}
+
+/// ARS with `Rounds` rounds through the round table at `table` (aes_round_tabled).
+template <int Rounds>
+MINIFLOAT_HD constexpr block128 ars_tabled(const block128& counter, const block128& key, const std::uint32_t* table) {
+  return ars_with<Rounds>(counter, key, tabled_aes_round{table});
 }
 
 #if defined(__AES__) && !defined(__CUDA_ARCH__)
