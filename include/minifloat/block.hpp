@@ -210,7 +210,7 @@ struct mx_scale {
   int exponent = e8m0_min_exponent;
   bool clamped = false;
 };
-inline mx_scale mx_scale_for(float amax, const format& element, scale_rule rule) {
+MINIFLOAT_HD constexpr mx_scale mx_scale_for(float amax, const format& element, scale_rule rule) {
   if (!(amax > 0)) return {};
   const auto bits = std::bit_cast<std::uint32_t>(amax);
   std::uint32_t field = bits >> 23, mantissa = bits & 0x7fffffu;
@@ -254,14 +254,19 @@ inline std::size_t block_count(std::size_t n, const block_format& f, const block
                                 static_cast<std::size_t>(f.block_size));
 }
 
-/// NVFP4's default per-tensor decode scale: amax of the finite values / (6 · 448), or 1 when
-/// there is none (all zero or not finite).
+/// NVFP4's per-tensor decode scale from the largest finite magnitude: amax / (6 · 448), or 1 when
+/// that is not positive (every value zero or not finite).
+MINIFLOAT_HD constexpr float nvfp4_tensor_scale_of_amax(float amax) {
+  const float s = amax / (6.0f * 448.0f);
+  return s > 0 ? s : 1.0f;
+}
+
+/// NVFP4's default per-tensor decode scale: nvfp4_tensor_scale_of_amax of the finite values.
 inline float nvfp4_tensor_scale(std::span<const float> values) {
   float amax = 0;
   for (const float v : values)
     if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
-  const float s = amax / (6.0f * 448.0f);
-  return s > 0 ? s : 1.0f;
+  return nvfp4_tensor_scale_of_amax(amax);
 }
 
 namespace detail {
@@ -305,7 +310,7 @@ struct block_scale {
 };
 
 /// 2^e as a float for e in −127..127 (2^−127 is a float subnormal).
-inline float exp2_float(int e) {
+MINIFLOAT_HD constexpr float exp2_float(int e) {
   return e >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23) : std::bit_cast<float>(0x00400000u);
 }
 
@@ -316,7 +321,7 @@ struct scale_finder {
   rounder<float> to_e4m3{e4m3, {rounding::nearest_even, overflow::saturate}};
 
   /// `amax_bits` = largest |value| bit pattern of the block (> Inf bits: a NaN inside).
-  block_scale operator()(std::uint32_t amax_bits) const {
+  MINIFLOAT_HD block_scale operator()(std::uint32_t amax_bits) const {
     block_scale b;
     if (amax_bits >= 0x7f800000u) {
       b.nan = true;
@@ -334,13 +339,35 @@ struct scale_finder {
     }
     const float wanted = amax / static_cast<float>(f.element.max_finite()) / tensor_scale;
     const float d = to_e4m3(wanted);
-    b.code = static_cast<std::uint8_t>(detail::code_of_rounded<float>(e4m3, std::bit_cast<std::uint32_t>(d)).code);
+    b.code = static_cast<std::uint8_t>(detail::code_of_rounded<float>(to_e4m3.plan().fmt, std::bit_cast<std::uint32_t>(d)).code);
     b.from_element = d * tensor_scale;
     b.zero = !(b.from_element > 0);
     b.clamped = (amax > 0 && b.zero) || wanted > 448.0f;
     return b;
   }
 };
+
+/// V / X below float's range comes out of the float product (or division) as ±0. The smallest
+/// float of V's sign stands in for it: a sticky bit far below every element format's smallest
+/// subnormal, which the core then rounds as it would round V / X itself, in every mode (the
+/// directed modes and to_odd give the element's smallest value on their side, not 0) and
+/// counts as an underflow. `y_bits` are V / X's bits, `v_bits` V's; one value (host or device)
+/// or a register of them.
+template <class U>
+constexpr U sticky_underflow(U y_bits, U v_bits) {
+  const auto flushed = ((y_bits & 0x7fffffffu) == 0u) & ((v_bits & 0x7fffffffu) != 0u);
+  return select(flushed, (v_bits & 0x80000000u) | 1u, y_bits);
+}
+/// Whether sticky_underflow can change a result: nearest and toward-zero results do not change,
+/// so without counts they skip it.
+template <rounding Mode, bool Count>
+inline constexpr bool sticky_matters = Count || Mode == rounding::toward_positive ||
+                                       Mode == rounding::toward_negative || Mode == rounding::to_odd;
+/// MXINT8's elements are two's complement, which has no −0: a rounded −0 becomes +0.
+template <class U>
+constexpr U integer_element(U rounded) {
+  return select(rounded == 0x80000000u, U{}, rounded);
+}
 
 /// Element codes of a register of rounded element values (two's complement for MXINT8).
 template <class V>
@@ -435,19 +462,12 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
-  // V / X below float's range comes out of the float product (or division) as ±0. The smallest
-  // float of V's sign stands in for it: a sticky bit far below every element format's smallest
-  // subnormal, which the core then rounds as it would round V / X itself, in every mode (the
-  // directed modes and to_odd give the element's smallest value on their side, not 0) and
-  // counts as an underflow. Nearest and toward-zero results do not change, so without counts
-  // they skip it.
-  constexpr bool sticky_matters = Count || Mode == rounding::toward_positive || Mode == rounding::toward_negative ||
-                                  Mode == rounding::to_odd;
-  const auto sticky_underflow = [](V y_bits, FV v) [[gnu::always_inline]] {
+  // V / X that underflows float: sticky_underflow.
+  constexpr bool sticky = sticky_matters<Mode, Count>;
+  const auto with_sticky = [](V y_bits, FV v) [[gnu::always_inline]] {
     V v_bits;
     std::memcpy(&v_bits, &v, sizeof v);
-    const auto flushed = ((y_bits & 0x7fffffffu) == 0u) & ((v_bits & 0x7fffffffu) != 0u);
-    return select(flushed, (v_bits & 0x80000000u) | 1u, y_bits);
+    return sticky_underflow(y_bits, v_bits);
   };
 
   // Rounds the m values of one block (at `values`, tensor positions first + j * stride) with
@@ -474,10 +494,10 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
       std::memcpy(&y_bits, &y, sizeof y);
       if constexpr (Count && Divide)
         if (s.zero) counts.underflows -= ((load_lanes<V>(values + j, c) & 0x7fffffffu) != 0) & valid;
-      if constexpr (sticky_matters)
-        if (!s.zero) y_bits = sticky_underflow(y_bits, v);
+      if constexpr (sticky)
+        if (!s.zero) y_bits = with_sticky(y_bits, v);
       V rounded = round_lanes<Mode, Count>(p, y_bits, random, counts, valid, float_add);
-      if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+      if (integer) rounded = integer_element(rounded);
       sink.put(first + j * stride, stride, Full ? lanes : c, rounded, from);
     };
     std::size_t j = 0;
@@ -505,14 +525,14 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     if constexpr (Mode == rounding::stochastic) random = draw(o.index + first);
     V y_bits;
     std::memcpy(&y_bits, &y, sizeof y);
-    if constexpr (sticky_matters && How != block_path::plain) y_bits = sticky_underflow(y_bits, v);
+    if constexpr (sticky && How != block_path::plain) y_bits = with_sticky(y_bits, v);
     V rounded;
     if constexpr (How == block_path::plain) {
       rounded = round_bits<Mode, lane_path::plain>(group_plan, y_bits, random);  // nothing to count there
     } else {
       rounded = round_finite_lanes<Mode, Count>(group_plan, group_fa, y_bits, random, counts, ~V{});
     }
-    if (integer) rounded = select(rounded == 0x80000000u, V{}, rounded);  // two's complement: no -0
+    if (integer) rounded = integer_element(rounded);
     group_sink.put(first, 1, lanes, rounded, from);
   };
 
@@ -738,14 +758,20 @@ struct code_sink {
   void end_block(std::size_t b, std::uint8_t code) { scales[b] = code; }
 };
 
-inline scale_finder make_scale_finder(std::span<const float> in, const block_format& f, const block_options& o) {
+/// The scale finder of a call; NVFP4 takes o.tensor_scale, or `default_tensor_scale` (the
+/// tensor's nvfp4_tensor_scale, which the caller finds where the data lies) when that is 0.
+inline scale_finder make_scale_finder(const block_format& f, const block_options& o, float default_tensor_scale) {
   float t = 1;
   if (f.scaling == block_scaling::e4m3_times_tensor) {
-    t = o.tensor_scale != 0 ? o.tensor_scale : nvfp4_tensor_scale(in);
+    t = o.tensor_scale != 0 ? o.tensor_scale : default_tensor_scale;
     if (!(t > 0) || !std::isfinite(t))
       throw std::invalid_argument("minifloat::block: tensor_scale = " + std::to_string(t) + " is not a positive finite float");
   }
   return scale_finder{f, o.rule, t};
+}
+inline scale_finder make_scale_finder(std::span<const float> in, const block_format& f, const block_options& o) {
+  const bool needs_default = f.scaling == block_scaling::e4m3_times_tensor && o.tensor_scale == 0;
+  return make_scale_finder(f, o, needs_default ? nvfp4_tensor_scale(in) : 1.0f);
 }
 
 }  // namespace detail

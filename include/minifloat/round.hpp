@@ -266,6 +266,16 @@ namespace detail {
 
 enum class lane_path : std::uint8_t { plain, finite, any };
 
+/// lane_path::plain's condition (below) for one value: the format has a mantissa bit and |u| is
+/// zero or lies from the smallest normal up to, not including, the overflow threshold. Such a
+/// value has nothing to count but itself. The CUDA kernels take the plain path for a warp whose
+/// values all meet it; the bulk kernels test the same condition a register at a time.
+template <std::floating_point S>
+MINIFLOAT_HD constexpr bool plain_input(const rounding_plan<S>& p, typename source_layout<S>::bits u) {
+  const auto a = u & ~source_layout<S>::sign_mask;
+  return p.plain_path && (a == 0 || (a >= p.smallest_normal_bits() && a < p.threshold_bits));
+}
+
 /// Stochastic rounding's decision, lane-wise: whether a value whose dropped part is `fraction`
 /// (the dropped bits as a W-bit fixed-point fraction of a step, aligned to the word's top) rounds
 /// away from zero with the uniform word `random`. Both keep only their top random_bits, so

@@ -154,6 +154,29 @@ def decode_into(codes, out, format_key, *, blocks=0, threads=0):
                        stream, blocks, threads)
 
 
+def quantize_blocks_into(x, out, geometry, block_key, options, want_stats=False, *, blocks=0, threads=0):
+    """out = x fake-quantized to a block format (out may be x itself). x, out: contiguous CUDA
+    float32 tensors of one device and size; geometry: (before, length, after) of x's C-order
+    shape with the blocks along the middle axis; block_key: a BlockFormat's `_key`; options: the
+    options tuple of minifloat.blocks. Returns None, or with want_stats the block statistics tuple
+    ((values, overflows, underflows, nans, infinities), blocks, scale_clamped, nan_blocks), which
+    waits for the stream (as does NVFP4 without a given tensor scale: it reads the tensor's amax)."""
+    who = "minifloat.quantize_blocks"
+    device = _device_of(who, (("x", x), ("out", out)))
+    if x.dtype != torch.float32 or out.dtype != torch.float32:
+        raise TypeError(f"{who}: block formats take float32 CUDA tensors, not {x.dtype} and {out.dtype}")
+    _same_size(who, "x", x, "out", out)
+    before, length, after = geometry
+    if before * length * after != x.numel():
+        raise ValueError(f"{who}: geometry {tuple(geometry)} does not hold the {x.numel()} values of x")
+    blocks, threads = _grid(who, blocks, threads)
+    kernels = _kernels()
+    with torch.cuda.device(device):
+        stream = torch.cuda.current_stream(device).cuda_stream
+        return kernels.quantize_blocks(x.data_ptr(), out.data_ptr(), before, length, after, block_key, options,
+                                       bool(want_stats), stream, blocks, threads)
+
+
 def raw_kernels():
     """The extension module itself (pointer-level calls, for tests and benchmarks)."""
     return _kernels()

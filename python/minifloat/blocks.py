@@ -19,7 +19,7 @@ import torch
 from . import _core
 from ._buffers import Operand, address, lookup, threads
 from ._formats import Format, as_format
-from ._ops import RoundingStats, _output, _run_into, mark_written, rounding_options
+from ._ops import RoundingStats, _cuda_target, _on_cuda, _output, _run_into, mark_written, rounding_options
 
 SCALE_RULES = tuple(_core.scale_rule_names)
 BLOCK_SCALINGS = tuple(_core.block_scaling_names)
@@ -213,6 +213,9 @@ def quantize_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="flo
     finite amax / (6 * 448)). Stochastic rounding draws flat index i from (seed, index + i).
     stats=True returns (result, BlockStats). Not differentiable (x is read through detach())."""
     who = "minifloat.blocks.quantize_blocks"
+    if _on_cuda(x):
+        return _quantize_blocks_cuda(who, x, fmt, axis, rounding, scale_rule, overflow, seed, index, random_bits,
+                                     tensor_scale, stats, out)
     source, f, (before, length, after, _), opts = _checked(who, x, fmt, axis, rounding, scale_rule, overflow, seed,
                                                            index, random_bits, tensor_scale, stats)
     target = _output(source, out, who)  # kind, dtype, shape, writable, no element sharing memory
@@ -236,6 +239,29 @@ def quantize_blocks(x, fmt, *, axis=-1, rounding="nearest_even", scale_rule="flo
         mark_written(target.tensor)
     value = out if target is not None else source.wrap(result)
     return (value, _stats(counts[0])) if stats else value
+
+
+def _quantize_blocks_cuda(who, x, fmt, axis, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale,
+                          stats, out):
+    """quantize_blocks of a CUDA tensor by the GPU kernels (minifloat._cuda): the same scale rules
+    and element rounding as the CPU, the result on x's device."""
+    from . import _cuda
+    if x.dtype != torch.float32:
+        raise TypeError(f"{who}: x has dtype {x.dtype}; block formats take float32")
+    f = as_block_format(fmt, who)
+    before, length, after, _ = _geometry(x.shape, axis, who)
+    opts = _options(who, f, rounding, scale_rule, overflow, seed, index, random_bits, tensor_scale)
+    if not isinstance(stats, bool):
+        raise TypeError(f"{who}: stats must be a bool, not {type(stats).__name__}")
+    target = _cuda_target(who, x, out, False)
+    src = x.detach().contiguous()
+    dst = target.detach() if target is not None and target.is_contiguous() else torch.empty_like(src)
+    counts = _cuda.quantize_blocks_into(src, dst, (before, length, after), f._key, opts, stats)
+    if target is not None and dst.data_ptr() != target.data_ptr():
+        with torch.no_grad():
+            target.copy_(dst)
+    result = target if target is not None else dst
+    return (result, _stats(counts)) if stats else result
 
 
 def _scale_shape(shape, axis, f):

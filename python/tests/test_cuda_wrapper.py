@@ -30,6 +30,8 @@ def test_problem_says_why_when_kernels_cannot_run():
     lambda x: mc.quantize_into(x, x, minifloat.e4m3._key, OPTS),
     lambda x: mc.encode_into(x, torch.zeros(4, dtype=torch.uint8), minifloat.e4m3._key, OPTS),
     lambda x: mc.decode_into(torch.zeros(4, dtype=torch.uint8), x, minifloat.e4m3._key),
+    lambda x: mc.quantize_blocks_into(x, x, (1, 4, 1), minifloat.blocks.NAMED_BLOCKS["mxfp4"]._key,
+                                      (0, 0, 0, 0, 0, 0, 1.0)),
 ])
 def test_cpu_tensors_are_refused_by_name(call):
     with pytest.raises(TypeError, match="is a cpu tensor; expected a CUDA tensor"):
@@ -55,3 +57,10 @@ def test_extension_checks_formats_before_cuda():
 def test_kernel_call_without_a_device_raises_runtime_error():
     with pytest.raises(RuntimeError, match="minifloat._cuda.quantize: CUDA error"):
         mc.raw_kernels().quantize(0, 0, 16, False, minifloat.e4m3._key, OPTS, False, 0)
+
+
+def test_block_quantize_of_a_cpu_tensor_stays_on_the_cpu_path():
+    x = torch.linspace(-3, 3, 64)
+    got = minifloat.quantize(x, "mxfp4")
+    assert got.device.type == "cpu"
+    assert torch.equal(got, minifloat.blocks.quantize_blocks(x, "mxfp4"))

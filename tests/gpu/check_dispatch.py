@@ -1,5 +1,5 @@
 """The package's own entry points on CUDA tensors: minifloat.quantize, quantize_, encode, decode
-and quantize_ste, eagerly and under torch.compile, give the CPU's bits and keep the data on the
+and quantize_ste, and block formats through quantize, eagerly and under torch.compile, give the CPU's bits and keep the data on the
 device. Run by tests/gpu/run.sh on a machine with a GPU."""
 
 import sys
@@ -23,6 +23,7 @@ def main():
             got, dstats = mf.quantize(d, fmt, rounding=rounding, overflow="saturate", seed=11, index=3, stats=True)
             if got.device != d.device or not same(got, want) or dstats != stats:
                 failures.append(f"quantize {fmt} {rounding}")
+            torch._dynamo.reset()  # a fresh compile per case (each format and mode is a new guard)
             compiled = torch.compile(lambda t: mf.quantize(t, fmt, rounding=rounding, overflow="saturate", seed=11,
                                                            index=3), fullgraph=True, backend="aot_eager")
             if not same(compiled(d), want):
@@ -36,9 +37,24 @@ def main():
         failures.append("encode e4m3")
     if not same(mf.decode(codes, mf.e4m3), mf.decode(codes.cpu(), mf.e4m3)):
         failures.append("decode e4m3")
-    w = d[:4096].clone().requires_grad_()
+    # Block formats through minifloat.quantize (and its custom operator under torch.compile).
+    m = x[: 1 << 18].reshape(512, 512)
+    dm = m.cuda()
+    for name in ("mxfp8-e4m3", "mxfp4", "nvfp4"):
+        for axis in (-1, 0):
+            want, stats = mf.quantize(m, name, axis=axis, rounding="stochastic", seed=5, stats=True)
+            got, dstats = mf.quantize(dm, name, axis=axis, rounding="stochastic", seed=5, stats=True)
+            if got.device != dm.device or not same(got, want) or dstats != stats:
+                failures.append(f"quantize {name} axis {axis}")
+            torch._dynamo.reset()
+            compiled = torch.compile(lambda t: mf.quantize(t, name, axis=axis), fullgraph=True, backend="aot_eager")
+            if not same(compiled(dm), mf.quantize(m, name, axis=axis)):
+                failures.append(f"compiled quantize {name} axis {axis}")
+    # Values inside e4m3's range: an overflow would give NaN, whose payload torch's own arithmetic
+    # in the backward pass (2 * q) keeps on the CPU and replaces by the canonical NaN on the GPU.
+    w = (d[:4096] / 8).requires_grad_()
     (mf.quantize_ste(w, mf.e4m3, grad_format=mf.e5m2) ** 2).sum().backward()
-    wc = x[:4096].clone().requires_grad_()
+    wc = (x[:4096] / 8).requires_grad_()
     (mf.quantize_ste(wc, mf.e4m3, grad_format=mf.e5m2) ** 2).sum().backward()
     if not same(w.grad, wc.grad):
         failures.append("quantize_ste gradient")

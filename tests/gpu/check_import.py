@@ -24,6 +24,8 @@ def main():
 
     f = minifloat.e4m3._key
     opts = (0, 1, 0, 0, 0)  # nearest_even, infinity
+    mx, nv = minifloat.blocks.NAMED_BLOCKS["mxfp4"], minifloat.blocks.NAMED_BLOCKS["nvfp4"]
+    block_opts = (0, 0, 0, 0, 0, 0, 1.0)  # nearest_even, saturate, floor
     # Bad arguments are refused before anything touches CUDA.
     for call, expected in [
         (lambda: kernels.quantize(0, 0, 16, False, (4, 30, 7, True, 1), opts, False, 0), "mantissa_bits = 30"),
@@ -31,6 +33,10 @@ def main():
         (lambda: kernels.encode(0, 0, 16, False, 1, minifloat.binary16._key, opts, 0), "do not fit 8-bit"),
         (lambda: kernels.encode(0, 0, 16, False, 3, f, opts, 0), "code_bytes = 3"),
         (lambda: kernels.decode(0, 1, 0, 16, False, f, 0, 1, 2048), "threads = 2048"),
+        (lambda: kernels.quantize_blocks(0, 0, 1, 64, 1, mx._key[:1] + (0,) + mx._key[2:], block_opts, False, 0),
+         "block_size"),
+        (lambda: kernels.quantize_blocks(0, 0, 1, 64, 1, mx._key, (0, 1, 40, 0, 0, 0, 1.0), False, 0), "random_bits"),
+        (lambda: kernels.quantize_blocks(0, 0, 1, 64, 1, nv._key, (0, 1, 0, 0, 0, 0, -1.0), False, 0), "tensor_scale"),
     ]:
         try:
             call()
@@ -41,6 +47,7 @@ def main():
     # Empty calls need no device.
     assert kernels.quantize(0, 0, 0, False, f, opts, True, 0) == (0, 0, 0, 0, 0)
     assert kernels.encode(0, 0, 0, False, 1, f, opts, 0) == 0
+    assert kernels.quantize_blocks(0, 0, 0, 64, 1, mx._key, block_opts, True, 0) == ((0, 0, 0, 0, 0), 0, 0, 0)
 
     problem = mc.problem()
     if problem:
@@ -51,6 +58,9 @@ def main():
             ("encode", lambda: kernels.encode(0, 0, 16, False, 1, f, opts, 0, 1, 32)),
             ("encode", lambda: kernels.encode(0, 0, 16, False, 1, minifloat.fp_4_3_4._key, opts, 0)),
             ("decode", lambda: kernels.decode(0, 1, 0, 16, False, f, 0)),
+            ("quantize_blocks", lambda: kernels.quantize_blocks(0, 0, 2, 64, 1, mx._key, block_opts, True, 0)),
+            ("quantize_blocks", lambda: kernels.quantize_blocks(0, 0, 2, 64, 1, nv._key, (0, 0, 0, 0, 0, 0, 0.0),
+                                                                 False, 0)),
         ]
         for name, call in calls:
             try:

@@ -5,8 +5,10 @@ float32 (16M values) and float64 (4M values) and every format family, rounding m
 overflow policy: quantize's values and statistics (with and without counting), encode's codes
 and its first value without a code; decode of every code of every 8-bit format (and of random
 16-bit codes); quantize and encode of every 8-bit format's values and their neighbours;
-stochastic rounding under many grids, element-index offsets, random_bits and split calls; a
-non-default stream. Prints one line per group and a summary; exits 1 on any mismatch.
+data on which whole warps take the core's single-binade path; MX and NVFP4 block fake
+quantization (every named block format, mode, scale rule and overflow policy, four layouts,
+statistics, grids); stochastic rounding under many grids, element-index offsets, random_bits
+and split calls; a non-default stream. Prints one line per group and a summary; exits 1 on any mismatch.
 
 `--dry-run` runs the same script on this machine without a GPU: the "device" side is then the
 CPU kernels again, called in pieces whose size follows the grid (so the script's data, cases,
@@ -149,6 +151,11 @@ class Device:
         self.mc.decode_into(codes, out, f._key, blocks=blocks, threads=threads)
         return out
 
+    def quantize_blocks(self, x, f, geometry, opts, stats, blocks=0, threads=0):
+        out = torch.empty_like(x)
+        counts = self.mc.quantize_blocks_into(x, out, geometry, f._key, opts, stats, blocks=blocks, threads=threads)
+        return out, counts
+
     def synchronize(self):
         torch.cuda.synchronize()
 
@@ -183,6 +190,13 @@ class CpuStandIn:
 
     def decode(self, codes, f, dtype, blocks=0, threads=0):
         return minifloat.decode(codes, f, dtype=dtype)
+
+    def quantize_blocks(self, x, f, geometry, opts, stats, blocks=0, threads=0):
+        arr = x.contiguous().numpy()
+        out = np.empty_like(arr)
+        before, length, after = geometry
+        counts = _core.quantize_blocks(arr.ctypes.data, out.ctypes.data, before, length, after, f._key, opts, 1, stats)
+        return torch.from_numpy(out), counts
 
     def synchronize(self):
         pass
@@ -319,6 +333,94 @@ def check_launch_independence(dev, fails, x_cpu):
     print("  encode under every grid: codes and first index without a code checked", flush=True)
 
 
+def plain_values(f, n, dtype, seed):
+    """n values of f's plain range (zero, or a magnitude from the smallest normal up to the largest
+    finite), random signs: data on which whole warps take the core's single-binade path."""
+    c = _core.format_constants(f._key)
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = np.log2(c["min_normal"]), np.log2(c["max_finite"])
+    v = torch.exp2(lo + (hi - lo) * torch.rand(n, generator=g, dtype=torch.float64))
+    v = torch.minimum(v, torch.tensor(c["max_finite"], dtype=torch.float64)).to(dtype)
+    v = torch.where(torch.rand(n, generator=g) < 0.5, -v, v)
+    v[torch.rand(n, generator=g) < 0.01] = 0.0
+    return v
+
+
+def check_plain_warps(dev, fails):
+    """Data whose warps mostly meet the single-binade condition (the kernels then take that path
+    of the core), with an outlier every 3001 values so that some warps take the general path."""
+    for dtype in (torch.float32, torch.float64):
+        for f in formats_for(dtype):
+            if _core.format_constants(f._key)["epsilon"] >= 1 or f == minifloat.parse_format("e8m0"):
+                continue  # no mantissa bit: the single-binade path never applies
+            bad_before = len(fails.failed)
+            x_cpu = plain_values(f, 1 << 18, dtype, 41)
+            x_cpu[::3001] = 1e-30
+            x = x_cpu.to(dev.device)
+            for mode in MODES:
+                for overflow in OVERFLOWS:
+                    opts = rounding_options("check", mode, overflow, 8, 1, 0)
+                    ref, rc = minifloat.quantize(x_cpu, f, rounding=mode, overflow=overflow, seed=8, index=1, stats=True)
+                    got, gc = dev.quantize(x, f, opts, True)
+                    fails.check(same_bits(got, ref) and tuple(gc) == tuple(rc),
+                                f"plain-range quantize {dtype} {f} {mode} {overflow}")
+            print(f"  {dtype} {str(f):32s} plain-range data, 7 modes x 2 overflow: "
+                  f"{'ok' if len(fails.failed) == bad_before else 'MISMATCH'}", flush=True)
+
+
+def block_test_values(n, seed):
+    """Block-format data: smooth blocks (normal values over a few binades, as activations and
+    gradients), blocks with one outlier, all-zero blocks, and the mixed bit patterns of
+    test_values (NaN, Inf, subnormals, huge) in a quarter of the data."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g) * torch.exp2(torch.randint(-20, 20, (n // 64 + 1,), generator=g).float()).repeat_interleave(64)[:n]
+    x[torch.rand(n, generator=g) < 0.002] *= 1e4
+    x[256:512] = 0.0
+    mixed = test_values(n // 4, torch.float32, seed + 1)
+    x[n - n // 4:] = mixed
+    return x
+
+
+def check_blocks(dev, fails):
+    """MX and NVFP4 fake quantization: every named block format, rounding mode, scale rule and
+    overflow policy, blocks along the last axis (whole and partial blocks) and along strided axes,
+    with statistics; NVFP4 with its computed and a given tensor scale; several grids."""
+    x_all = block_test_values(1 << 18, 77)
+    shapes = [((4096, 64), -1), ((1000, 77), -1), ((6, 101, 43), 1), ((77, 129), 0)]
+    for name, f in minifloat.blocks.NAMED_BLOCKS.items():
+        t0 = time.time()
+        bad_before = len(fails.failed)
+        rules = minifloat.blocks.SCALE_RULES if f.scaling == "e8m0" else ("floor",)
+        for shape, axis in shapes:
+            n = int(np.prod(shape))
+            x_cpu = x_all[:n].reshape(shape).contiguous()
+            x = x_cpu.to(dev.device)
+            before, length, after, _ = minifloat.blocks._geometry(shape, axis, "check")
+            for mode in MODES:
+                for rule in rules:
+                    for overflow in ("saturate", "infinity"):
+                        for tensor_scale in ((None, 0.37) if f.scaling != "e8m0" else (None,)):
+                            ref, rs = minifloat.blocks.quantize_blocks(x_cpu, f, axis=axis, rounding=mode, scale_rule=rule,
+                                                                       overflow=overflow, seed=21, index=5,
+                                                                       tensor_scale=tensor_scale, stats=True)
+                            opts = minifloat.blocks._options("check", f, mode, rule, overflow, 21, 5, 0, tensor_scale)
+                            got, gs = dev.quantize_blocks(x, f, (before, length, after), opts, True)
+                            what = f"blocks {name} {shape} axis {axis} {mode} {rule} {overflow} tensor_scale {tensor_scale}"
+                            if not fails.check(same_bits(got, ref), what):
+                                print("   ", first_difference(x, got.reshape(-1), ref.reshape(-1)))
+                            fails.check(minifloat.blocks._stats(gs) == rs, f"{what} stats: gpu {gs} cpu {tuple(rs)}")
+        # The grid does not change the bits: stochastic under a few grids.
+        x_cpu = x_all[: 1000 * 77].reshape(1000, 77)
+        opts = minifloat.blocks._options("check", f, "stochastic", "floor", "saturate", 3, 2**40 + 1, 0, None)
+        ref = minifloat.blocks.quantize_blocks(x_cpu, f, rounding="stochastic", seed=3, index=2**40 + 1)
+        for blocks, threads in ((1, 1), (3, 96), (1024, 256)):
+            got, _ = dev.quantize_blocks(x_cpu.to(dev.device), f, (1000, 77, 1), opts, False, blocks=blocks, threads=threads)
+            fails.check(same_bits(got, ref), f"blocks {name} stochastic grid {blocks}x{threads}")
+        dev.synchronize()
+        print(f"  {name:12s} 4 layouts x 7 modes x {len(rules)} rules x 2 overflow, stats, grids: "
+              f"{'ok' if len(fails.failed) == bad_before else 'MISMATCH'} ({time.time() - t0:.1f} s)", flush=True)
+
+
 def check_stream(dev, fails, x_cpu):
     """A launch on a non-default stream, the result read after that stream's work only; in place."""
     if dev.device.type != "cuda":
@@ -361,6 +463,10 @@ def main():
     check_quantize_encode(dev, fails, x64, torch.float64)
     print("codes:", flush=True)
     check_codes(dev, fails)
+    print("plain-range data (the single-binade path):", flush=True)
+    check_plain_warps(dev, fails)
+    print("block formats (MX, NVFP4):", flush=True)
+    check_blocks(dev, fails)
     print("launch configurations:", flush=True)
     check_launch_independence(dev, fails, x32[: 1 << 20])
     check_stream(dev, fails, x32)

@@ -88,11 +88,15 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   echo "=== build into $build"
   t0=$(date +%s)
   # Tests, benchmarks and examples off (they need Catch2, MPFR, ...); warnings are not errors here:
-  # another compiler version must not stop a run that can be tried once.
-  if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMINIFLOAT_BUILD_PYTHON=ON -DMINIFLOAT_CUDA=ON \
+  # another compiler version must not stop a run that can be tried once. The host code (the
+  # CPU extension) is only the reference the GPU is compared with, and gives the same bits at
+  # any optimisation level, so it is built at -O1: its slowest file compiles in about half the
+  # time. Both extensions build at once (the default target holds nothing else here).
+  if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+       -DMINIFLOAT_BUILD_PYTHON=ON -DMINIFLOAT_CUDA=ON \
        -DMINIFLOAT_BUILD_TESTS=OFF -DMINIFLOAT_BUILD_BENCHMARKS=OFF -DMINIFLOAT_BUILD_EXAMPLES=OFF \
        -DMINIFLOAT_WERROR=OFF -DPython3_EXECUTABLE="$(command -v "$python")" &&
-     cmake --build "$build" --target minifloat_python minifloat_python_cuda -j "$(nproc)"; then
+     cmake --build "$build" -j "$(nproc)"; then
     results+=("build=ok($(( $(date +%s) - t0 ))s)")
   else
     results+=("build=FAILED")

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include <minifloat/block.hpp>
 #include <minifloat/format.hpp>
 #include <minifloat/round.hpp>
 #include <minifloat/stats.hpp>
@@ -43,6 +44,13 @@ std::size_t try_encode(const S* in, C* out, std::size_t n, const rounder<S>& r, 
 /// std::invalid_argument when S cannot hold f's values.
 template <std::floating_point S, std::unsigned_integral C>
 void decode(const C* in, S* out, std::size_t n, const format& f, const launch_config& l);
+
+/// out = in fake-quantized to the block format f (block.hpp's quantize_blocks), with blocks along
+/// the middle axis of a C-order (before, length, after) array; element i (flat) draws with index
+/// o.index + i. NVFP4 with o.tensor_scale = 0 takes the tensor's finite amax (waits for the
+/// stream). With `stats`, adds the call's counts (waits for the stream). In place is allowed.
+void quantize_blocks(const float* in, float* out, std::size_t before, std::size_t length, std::size_t after,
+                     const block_format& f, const block_options& o, const launch_config& l, block_stats* stats);
 
 /// How many CUDA devices the runtime sees: 0 without a driver or a device (never throws).
 int device_count();

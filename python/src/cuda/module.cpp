@@ -14,6 +14,7 @@
 #include <string>
 
 #include "../binding.hpp"
+#include "../block_tuples.hpp"
 #include "launch.hpp"
 
 namespace minifloat::python {
@@ -66,6 +67,21 @@ void decode_typed(std::uintptr_t in, int code_bytes, std::uintptr_t out, std::si
                               " is not 1, 2, 4 or 8");
 }
 
+py::object quantize_blocks_typed(std::uintptr_t in, std::uintptr_t out, std::size_t before, std::size_t length,
+                                 std::size_t after, const block_format& f, const block_options& o, bool want_stats,
+                                 const cuda::launch_config& l) {
+  f.validate();  // std::invalid_argument naming the field, before any launch
+  (void)rounder<float>(f.element, {o.mode, o.on_overflow, o.random_bits, o.seed, o.index});
+  block_stats stats;
+  {
+    py::gil_scoped_release unlocked;
+    cuda::quantize_blocks(at<const float>(in), at<float>(out), before, length, after, f, o, l,
+                          want_stats ? &stats : nullptr);
+  }
+  if (!want_stats) return py::none();
+  return stats_tuple(stats);
+}
+
 }  // namespace
 
 }  // namespace minifloat::python
@@ -101,6 +117,16 @@ PYBIND11_MODULE(_cuda_kernels, m) {
       },
       py::arg("in_ptr"), py::arg("out_ptr"), py::arg("n"), py::arg("is_double"), py::arg("code_bytes"),
       py::arg("format"), py::arg("options"), py::arg("stream"), py::arg("blocks") = 0u, py::arg("threads") = 0u);
+  m.def(
+      "quantize_blocks",
+      [](std::uintptr_t in, std::uintptr_t out, std::size_t before, std::size_t length, std::size_t after,
+         const block_format_tuple& f, const block_options_tuple& o, bool want_stats, std::uintptr_t stream,
+         unsigned blocks, unsigned threads) {
+        return quantize_blocks_typed(in, out, before, length, after, to_block_format(f), to_block_options(o), want_stats,
+                                     config(stream, blocks, threads));
+      },
+      py::arg("in_ptr"), py::arg("out_ptr"), py::arg("before"), py::arg("length"), py::arg("after"), py::arg("format"),
+      py::arg("options"), py::arg("want_stats"), py::arg("stream"), py::arg("blocks") = 0u, py::arg("threads") = 0u);
   m.def(
       "decode",
       [](std::uintptr_t in, int code_bytes, std::uintptr_t out, std::size_t n, bool is_double, const format_tuple& f,
