@@ -18,7 +18,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-from . import _ops, blocks
+from . import _core, _ops, blocks
+from ._buffers import threads
 from ._formats import Format, as_format
 
 __all__ = ["CompressionState", "compress_hook", "compress_wrapper"]
@@ -81,6 +82,7 @@ class CompressionState:
         self.bucket_stats = {}
         self.total_stats = dict.fromkeys(_COUNTS, 0)
         self._open = {"bytes": 0, "fp32": 0, "stats": {}}
+        self._codecs = {}  # bucket index -> the wire codec with its buffers, kept from step to step
 
     @property
     def is_block(self):
@@ -125,6 +127,64 @@ class CompressionState:
                 "bytes_sent_total": self.bytes_sent_total, "fp32_bytes_total": self.fp32_bytes_total,
                 **{f"total_{k}": v for k, v in self.total_stats.items()}}
 
+    def _codec(self, bucket_index, n):
+        codec = self._codecs.get(bucket_index)
+        if codec is None or codec.n != n:
+            codec = self._codecs[bucket_index] = _codec(self.fmt, n)
+        return codec
+
+    def _options_key(self):
+        return {"format": str(self.fmt), "rounding": self.rounding, "overflow": self.overflow,
+                "scale_rule": self.scale_rule, "round_back": self.round_back, "error_feedback": self.error_feedback,
+                "faithful_sum": self.faithful_sum}
+
+    def state_dict(self):
+        """What a checkpoint needs to resume the hook bit for bit: the step (the draws' step key),
+        the seed, the error-feedback residuals (per bucket: its element counts and the fp32
+        residual, copied), the byte counters and the counts, and the options they were made
+        with. Plain ints, strings, tuples and tensors (torch.save / torch.load(weights_only=True))."""
+        return {"options": self._options_key(), "seed": self.seed, "step": self.step,
+                "residuals": {index: {"numels": _numels(layout) if layout[:1] != ("restored",) else layout[1],
+                                      "residual": residual.clone()}
+                              for index, (layout, residual) in self.residuals.items()},
+                "bytes_sent_step": self.bytes_sent_step, "fp32_bytes_step": self.fp32_bytes_step,
+                "bytes_sent_total": self.bytes_sent_total, "fp32_bytes_total": self.fp32_bytes_total,
+                "bucket_stats": {i: dict(c) for i, c in self.bucket_stats.items()},
+                "total_stats": dict(self.total_stats)}
+
+    def load_state_dict(self, state_dict):
+        """Restores what state_dict() returned (from a hook made with the same format and options;
+        ValueError naming the option otherwise). Restored residuals apply to the bucket of the same
+        index whose parameters have the same element counts in order (DDP's parameters are new
+        objects after a restart)."""
+        who = "minifloat.distributed.CompressionState.load_state_dict"
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"{who}: state_dict must be a dict, not {type(state_dict).__name__}")
+        missing = [k for k in ("options", "seed", "step", "residuals", "bytes_sent_step", "fp32_bytes_step",
+                               "bytes_sent_total", "fp32_bytes_total", "bucket_stats", "total_stats")
+                   if k not in state_dict]
+        if missing:
+            raise ValueError(f"{who}: state_dict lacks {', '.join(missing)}")
+        mine = self._options_key()
+        for name, value in state_dict["options"].items():
+            if mine.get(name) != value:
+                raise ValueError(f"{who}: the checkpoint's {name} is {value!r}, this hook's is {mine.get(name)!r}")
+        residuals = {}
+        for index, entry in state_dict["residuals"].items():
+            residual = entry["residual"]
+            if not isinstance(residual, torch.Tensor) or residual.dtype != torch.float32 or residual.dim() != 1:
+                raise ValueError(f"{who}: the residual of bucket {index} is not a 1-D float32 tensor")
+            residuals[int(index)] = (("restored", tuple(entry["numels"])), residual.detach().clone().contiguous())
+        self.seed = _seed(state_dict["seed"], who)
+        self.step = int(state_dict["step"])
+        self.residuals = residuals
+        self.bytes_sent_step, self.fp32_bytes_step = int(state_dict["bytes_sent_step"]), int(state_dict["fp32_bytes_step"])
+        self.bytes_sent_total = int(state_dict["bytes_sent_total"])
+        self.fp32_bytes_total = int(state_dict["fp32_bytes_total"])
+        self.bucket_stats = {int(i): dict(c) for i, c in state_dict["bucket_stats"].items()}
+        self.total_stats = dict.fromkeys(_COUNTS, 0) | dict(state_dict["total_stats"])
+        self._open = {"bytes": 0, "fp32": 0, "stats": {}}
+
     def _round(self, x, seed, out=None):
         """x rounded to the format (fake-quantized fp32), with this state's options."""
         if self.is_block:
@@ -159,9 +219,25 @@ def _layout(bucket):
         return (bucket.buffer().numel(),)
 
 
+def _same_layout(kept, layout):
+    """A kept residual applies to this bucket: the same parameters, or (restored by
+    load_state_dict, where parameter identities are new) the same element counts in order."""
+    if kept == layout:
+        return True
+    return isinstance(kept, tuple) and kept[:1] == ("restored",) and kept[1] == _numels(layout)
+
+
+def _numels(layout):
+    return tuple(entry[1] if isinstance(entry, tuple) else entry for entry in layout)
+
+
 # -- wire codecs: one rank's payload as a 1-D uint8 tensor, and back ------------------------------
 
 _CODE_DTYPES = {8: torch.uint8, 16: torch.int16, 32: torch.int32}  # what minifloat.encode returns
+
+
+def _ptr(t):
+    return 0 if t is None else t.data_ptr()
 
 
 class _ScalarCodec:
@@ -171,7 +247,12 @@ class _ScalarCodec:
     32-bit word). A format without a NaN code (all_finite, e2m1, ...) cannot carry a non-finite value:
     its payload ends with one byte, 1 when this rank's bucket held one (its codes are then sent as
     the codes of the bucket with those values zeroed, and every receiver reads the rank's whole
-    contribution as NaN), else 0."""
+    contribution as NaN), else 0.
+
+    The sender's work (divide, add the residual, round with counts, write the codes, keep the new
+    residual) is one pass of the extension (_core.comm_send) over the bucket; so is the receiver's
+    (_core.comm_receive: decode every rank's codes and add them in rank order, into the bucket).
+    The payload and gather buffers are kept from step to step."""
 
     def __init__(self, fmt, n):
         self.fmt, self.n, self.bits = fmt, n, fmt.bit_width
@@ -179,20 +260,48 @@ class _ScalarCodec:
         self.packed_bytes = n * self.bits // 8 if self.whole_bytes else 4 * -(-(n * self.bits) // 32)
         self.has_flag = not fmt.has_nan
         self.size = self.packed_bytes + (1 if self.has_flag else 0)
+        self.code_bytes = self.bits // 8 if self.whole_bytes else 4  # other widths: 32-bit codes, then pack
+        self.payload = torch.empty(self.size, dtype=torch.uint8)
+        self.codes = None if self.whole_bytes else torch.empty(n, dtype=torch.int32)
+        self.gathered = None
 
-    def encode(self, x, state, seed, need_values):
-        q, st = _ops.quantize(x, self.fmt, state.rounding, state.overflow, seed=seed, stats=True)
-        flag = 0
-        maybe_nonfinite = st.nans or st.infinities or st.overflows
-        if self.has_flag and maybe_nonfinite and not bool(torch.isfinite(q).all()):
-            flag = 1
-            q = torch.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0)
-        codes = _ops.encode(q, self.fmt)  # q is in fmt: the codes of exactly these values
-        payload = codes.reshape(-1).view(torch.uint8) if self.whole_bytes else _ops.pack(codes, self.bits)
+    def gather_buffer(self, world_size):
+        if self.gathered is None or self.gathered.numel() != world_size * self.size:
+            self.gathered = torch.empty(world_size * self.size, dtype=torch.uint8)
+        return self.gathered
+
+    def send(self, flat, world_size, residual_in, residual_out, state, seed):
+        """The payload of flat / world_size (+ residual_in), its counts; residual_out gets the
+        rounding's error (zero where it is not finite, and everywhere when the rank is flagged)."""
+        opts = (_ops.ROUNDING.index(state.rounding), _ops.OVERFLOW.index(state.overflow), 0, seed, 0)
+        codes = self.payload if self.whole_bytes else self.codes
+        *counts, nonfinite = _core.comm_send(flat.data_ptr(), self.n, float(world_size), _ptr(residual_in),
+                                             _ptr(residual_out), codes.data_ptr(), self.code_bytes, self.fmt._key,
+                                             opts, threads())
+        if not self.whole_bytes:
+            self.payload[:self.packed_bytes] = _ops.pack(codes, self.bits)
         if self.has_flag:
-            payload = torch.cat([payload, torch.tensor([flag], dtype=torch.uint8)])
-        mine = torch.full_like(q, float("nan")) if flag else q
-        return payload, mine, _stats_dict(st)
+            flag = 1 if nonfinite else 0
+            self.payload[self.packed_bytes] = flag
+            if flag and residual_out is not None:
+                residual_out.zero_()  # the rank's whole contribution reads as NaN: no error to keep
+        return self.payload, dict(zip(_COUNTS, counts))
+
+    def receive(self, gathered, world_size, out):
+        """out = the fp32 sum, in rank order, of every rank's decoded values."""
+        per_rank = gathered.view(world_size, self.size)
+        flagged = self.has_flag and bool(per_rank[:, self.packed_bytes].any())
+        if self.whole_bytes and not self.has_flag:
+            codes = gathered
+        elif flagged:
+            codes = gathered  # not read: every value is NaN
+        elif self.whole_bytes:
+            codes = per_rank[:, :self.packed_bytes].contiguous()
+        else:
+            codes = torch.stack([_ops.unpack(per_rank[r, :self.packed_bytes], self.bits, self.n).to(torch.int32)
+                                 for r in range(world_size)])
+        _core.comm_receive(codes.data_ptr(), self.code_bytes, self.n, world_size, flagged, out.data_ptr(),
+                           self.fmt._key, threads())
 
     def decode(self, payload):
         codes = payload[:self.packed_bytes]
@@ -203,9 +312,7 @@ class _ScalarCodec:
         return values
 
     def decode_all(self, gathered, world_size):
-        """Every rank's values, (world_size, n): one decode call when the codes lie back to back."""
-        if self.whole_bytes and not self.has_flag:
-            return _ops.decode(gathered.view(_CODE_DTYPES[self.bits]).view(world_size, self.n), self.fmt)
+        """Every rank's values, (world_size, n) (the faithful ring sum adds them itself)."""
         per_rank = gathered.view(world_size, self.size)
         return torch.stack([self.decode(per_rank[r]) for r in range(world_size)])
 
@@ -214,7 +321,9 @@ class _BlockCodec:
     """encode_blocks of the flat bucket (blocks of block_size consecutive elements; the last one
     shorter): element codes as the codec stores them (4-bit: two a byte; 8-bit: a byte each; other
     widths bit-packed at the element width with minifloat.pack), then the scale codes (a byte per
-    block), then for a per-tensor-scaled format (NVFP4) its fp32 scale (4 bytes, little-endian)."""
+    block), then for a per-tensor-scaled format (NVFP4) its fp32 scale (4 bytes, little-endian).
+    Sending and receiving are one pass each of the extension (_core.comm_send_blocks,
+    _core.comm_receive_blocks), as for scalar formats."""
 
     def __init__(self, fmt, n):
         self.fmt, self.n = fmt, n
@@ -225,36 +334,55 @@ class _BlockCodec:
             self.element_bytes = n
         else:
             self.element_bytes = 4 * -(-(n * self.width) // 32)
+        self.bit_packed = not fmt.packed and self.width != 8
         self.scale_count = -(-n // fmt.block_size)
         self.has_tensor_scale = fmt.scaling != "e8m0"
         self.size = self.element_bytes + self.scale_count + (4 if self.has_tensor_scale else 0)
+        self.payload = torch.empty(self.size, dtype=torch.uint8)
+        self.codes = torch.empty(n, dtype=torch.uint8) if self.bit_packed else None
+        self.gathered = None
 
-    def encode(self, x, state, seed, need_values):
-        codes, st = blocks.encode_blocks(x, self.fmt, rounding=state.rounding, scale_rule=state.scale_rule,
-                                         overflow=state.overflow, seed=seed, stats=True)
-        elements = codes.elements.reshape(-1)
-        if not self.fmt.packed and self.width != 8:
-            elements = _ops.pack(elements, self.width)
-        parts = [elements, codes.scales.reshape(-1)]
+    gather_buffer = _ScalarCodec.gather_buffer
+
+    def send(self, flat, world_size, residual_in, residual_out, state, seed):
+        opts = blocks._options("minifloat.distributed", self.fmt, state.rounding, state.scale_rule, state.overflow,
+                               seed, 0, 0, None)
+        elements = self.codes if self.bit_packed else self.payload
+        scales = self.payload[self.element_bytes:]
+        tensor_scale, raw = _core.comm_send_blocks(flat.data_ptr(), self.n, float(world_size), _ptr(residual_in),
+                                                   _ptr(residual_out), elements.data_ptr(), self.fmt.packed,
+                                                   scales.data_ptr(), self.fmt._key, opts, threads())
+        if self.bit_packed:
+            self.payload[:self.element_bytes] = _ops.pack(self.codes, self.width)
         if self.has_tensor_scale:
-            parts.append(torch.tensor([codes.tensor_scale], dtype=torch.float32).view(torch.uint8))
-        mine = blocks.decode_blocks(codes, self.fmt, shape=(self.n,)) if need_values else None
-        return torch.cat(parts), mine, _stats_dict(st)
+            self.payload[-4:] = torch.tensor([tensor_scale], dtype=torch.float32).view(torch.uint8)
+        return self.payload, _stats_dict(blocks._stats(raw))
+
+    def _parts(self, gathered, world_size):
+        """Each rank's element codes (a byte each, or packed nibbles), scale codes and tensor scale."""
+        per_rank = gathered.view(world_size, self.size)
+        if self.bit_packed:
+            elements = [_ops.unpack(per_rank[r, :self.element_bytes], self.width, self.n).to(torch.uint8)
+                        for r in range(world_size)]
+        else:
+            elements = [per_rank[r, :self.element_bytes] for r in range(world_size)]
+        scales = [per_rank[r, self.element_bytes:self.element_bytes + self.scale_count] for r in range(world_size)]
+        if self.has_tensor_scale:
+            tails = per_rank[:, self.size - 4:].contiguous().view(torch.float32).reshape(-1)
+            tensor_scales = [float(v) for v in tails]
+        else:
+            tensor_scales = [1.0] * world_size
+        return elements, scales, tensor_scales
+
+    def receive(self, gathered, world_size, out):
+        elements, scales, tensor_scales = self._parts(gathered, world_size)
+        _core.comm_receive_blocks([e.data_ptr() for e in elements], self.fmt.packed, [s.data_ptr() for s in scales],
+                                  tensor_scales, out.data_ptr(), self.n, self.fmt._key, threads())
 
     def decode_all(self, gathered, world_size):
-        per_rank = gathered.view(world_size, self.size)
-        return torch.stack([self.decode(per_rank[r]) for r in range(world_size)])
-
-    def decode(self, payload):
-        elements = payload[:self.element_bytes]
-        if not self.fmt.packed and self.width != 8:
-            elements = _ops.unpack(elements, self.width, self.n).to(torch.uint8)
-        scales = payload[self.element_bytes:self.element_bytes + self.scale_count]
-        codes = (elements, scales)
-        if self.has_tensor_scale:
-            tail = payload[self.element_bytes + self.scale_count:].clone()
-            codes = (elements, scales, float(tail.view(torch.float32)[0]))
-        return blocks.decode_blocks(codes, self.fmt, shape=(self.n,))
+        elements, scales, tensor_scales = self._parts(gathered, world_size)
+        return torch.stack([blocks.decode_blocks((e, s, t) if self.has_tensor_scale else (e, s), self.fmt,
+                                                 shape=(self.n,)) for e, s, t in zip(elements, scales, tensor_scales)])
 
 
 def _codec(fmt, n):
@@ -306,37 +434,35 @@ def _run_compressed(state, bucket, who):
     buffer = _bucket_buffer(bucket, who)
     rank, world_size = state.rank_and_size()
     index, n, step = bucket.index(), buffer.numel(), state.step
-    x = buffer.detach().reshape(-1).div(world_size)  # what DDP divides by before its all-reduce
+    flat = buffer.view(-1) if buffer.is_contiguous() else buffer.reshape(-1).clone()
+    codec = state._codec(index, n)
+    residual_in = residual_out = None
     if state.error_feedback:
         layout = _layout(bucket)
         kept = state.residuals.get(index)
-        if kept is not None and kept[0] == layout:
-            x += kept[1]
-    codec = _codec(state.fmt, n)
-    payload, mine, counts = codec.encode(x, state, state.send_seed(step, rank, index), state.error_feedback)
-    if state.error_feedback:  # x is not needed any more: the residual is computed in its place
-        residual = torch.nan_to_num_(x.sub_(mine), nan=0.0, posinf=0.0, neginf=0.0)  # a non-finite error is not kept
-        state.residuals[index] = (layout, residual)
+        if kept is not None and _same_layout(kept[0], layout):
+            residual_in = kept[1]
+        residual_out = residual_in if residual_in is not None else torch.empty(n, dtype=torch.float32)
+        state.residuals[index] = (layout, residual_out)
+    # x = flat / W (as DDP divides before its all-reduce) + residual, rounded: one pass, flat unchanged
+    payload, counts = codec.send(flat, world_size, residual_in, residual_out, state,
+                                 state.send_seed(step, rank, index))
     state._record(index, counts, payload.numel(), 4 * n)
-    gathered = torch.empty(world_size * codec.size, dtype=torch.uint8)
+    gathered = codec.gather_buffer(world_size)
     fut = _all_gather()(gathered, payload, group=state.group(), async_op=True).get_future()
     if bucket.is_last():
         state._end_step()
 
     def reduce(done):
         done.wait()  # rethrows a failed collective
-        values = codec.decode_all(gathered, world_size)
-        flat = buffer.view(-1)
         if state.faithful_sum:
-            flat.copy_(_faithful_ring_sum(values, state, step, index))
-        elif world_size == 1:
-            flat.copy_(values[0])
+            flat.copy_(_faithful_ring_sum(codec.decode_all(gathered, world_size), state, step, index))
         else:
-            torch.add(values[0], values[1], out=flat)  # fp32, in rank order
-            for r in range(2, world_size):
-                flat.add_(values[r])
+            codec.receive(gathered, world_size, flat)  # fp32, in rank order
         if state.round_back:
             state._round(flat, state.shared_seed(step, world_size, 0, index), out=flat)
+        if flat.data_ptr() != buffer.data_ptr():
+            buffer.copy_(flat.view(buffer.shape))
         return buffer
 
     return fut.then(reduce)

@@ -225,6 +225,8 @@ void bind_core(py::module_& m) {
   });
 }
 
+void bind_distributed(py::module_& m);  // distributed.cpp: the communication hook's passes
+
 }  // namespace minifloat::python
 
 PYBIND11_MODULE(_core, m) {
@@ -235,4 +237,5 @@ PYBIND11_MODULE(_core, m) {
   minifloat::python::bind_containers(m);
   minifloat::python::bind_blocks(m);
   minifloat::python::bind_operands(m);
+  minifloat::python::bind_distributed(m);
 }

@@ -1,6 +1,6 @@
 """One rank of test_distributed.py's process groups (gloo on 127.0.0.1).
 
-Run as: python distributed_worker.py RANK WORLD_SIZE PORT OUT_DIR. It runs every scenario below
+Run as: python distributed_worker.py RANK WORLD_SIZE PORT OUT_DIR [SCENARIOS]. It runs the scenarios
 and saves what it saw to OUT_DIR/rank{RANK}.pt; test_distributed.py recomputes the same
 arithmetic in one process and compares. The buffers each rank feeds are made from seeds the test
 knows (bucket_values), so the test can rebuild every rank's input.
@@ -130,11 +130,11 @@ def model_and_data(rank):
     return model, data
 
 
-def train(rank, hook_factory):
+def train(rank, hook_factory, bucket_cap_mb=0.002):
     """Four SGD steps of a small model under DDP (several buckets), with the hook from hook_factory
     (None: plain DDP). Returns the weights and the hook's accounting."""
     model, data = model_and_data(rank)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.002)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
     hook = None
     if hook_factory is not None:
         hook = hook_factory()
@@ -148,6 +148,67 @@ def train(rank, hook_factory):
     return weights, (hook.state.accounting() if hook else None)
 
 
+def run_checkpoint(rank):
+    """Hooks with error feedback and stochastic rounding (a scalar and a block format) run STEPS
+    steps straight, and again with a checkpoint after step 1: state_dict() through torch.save,
+    loaded into a fresh hook (made with another seed, which the checkpoint replaces) that runs the
+    remaining steps. test_distributed.py compares the two runs bit for bit."""
+    import io
+    out = {}
+    for name, fmt in (("e5m2", "e5m2"), ("mxfp4", "mxfp4")):
+        make = lambda seed=3: mfd.compress_hook(fmt, "stochastic", seed=seed, error_feedback=True)  # noqa: E731
+        straight = make()
+        whole = [straight(straight.state, FakeBucket(bucket_values(40, rank, step), 0, True)).wait().clone()
+                 for step in range(STEPS)]
+        first = make()
+        first(first.state, FakeBucket(bucket_values(40, rank, 0), 0, True)).wait()
+        saved = io.BytesIO()
+        torch.save(first.state.state_dict(), saved)
+        resumed = make(seed=99)
+        saved.seek(0)
+        resumed.state.load_state_dict(torch.load(saved, weights_only=True))
+        rest = [resumed(resumed.state, FakeBucket(bucket_values(40, rank, step), 0, True)).wait().clone()
+                for step in range(1, STEPS)]
+        out[name] = {"straight": whole, "resumed": rest, "straight_accounting": straight.state.accounting(),
+                     "resumed_accounting": resumed.state.accounting()}
+    return out
+
+
+def train_resumed(rank, hook_factory, split=2, bucket_cap_mb=0.002):
+    """train(), checkpointed after `split` steps: the model, optimizer and hook states saved, then
+    loaded into a fresh model, DDP, optimizer and hook that run the remaining steps (after one
+    backward of a zero loss, as docs/distributed.md says, so that DDP has rebuilt its buckets)."""
+    import io
+    model, data = model_and_data(rank)
+    ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+    hook = hook_factory()
+    ddp.register_comm_hook(hook.state, hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    saved = io.BytesIO()
+    for step, (x, y) in enumerate(data):
+        if step == split:
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "hook": hook.state.state_dict()}, saved)
+            saved.seek(0)
+            checkpoint = torch.load(saved, weights_only=True)
+            model, _ = model_and_data(rank)
+            model.load_state_dict(checkpoint["model"])
+            ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb)
+            hook = hook_factory()
+            ddp.register_comm_hook(hook.state, hook)
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            opt.load_state_dict(checkpoint["opt"])
+            # DDP's first backward uses buckets in parameter order and rebuilds them afterwards:
+            # one backward of a zero loss first, so the resumed steps see the buckets of the run
+            # that never stopped; then the hook's state (which that backward changed) is loaded
+            (0.0 * torch.nn.functional.cross_entropy(ddp(x), y)).backward()
+            opt.zero_grad()
+            hook.state.load_state_dict(checkpoint["hook"])
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()], hook.state.accounting()
+
+
 def run_ddp(rank, counter):
     out = {}
     out["plain"], _ = train(rank, None)
@@ -156,6 +217,11 @@ def run_ddp(rank, counter):
     out["e4m3_sr_ef"], out["e4m3_sr_ef_accounting"] = train(
         rank, lambda: mfd.compress_hook("e4m3", "stochastic", seed=7, error_feedback=True))
     out["e4m3_sr_ef_counted_bytes"] = counter.bytes
+    # the same run again in these processes (a fresh model, DDP and hook), and checkpointed midway
+    out["e4m3_sr_ef_again"], _ = train(rank, lambda: mfd.compress_hook("e4m3", "stochastic", seed=7,
+                                                                         error_feedback=True))
+    out["e4m3_sr_ef_resumed"], out["e4m3_sr_ef_resumed_accounting"] = train_resumed(
+        rank, lambda: mfd.compress_hook("e4m3", "stochastic", seed=7, error_feedback=True))
     out["e4m3_sr_ef_seed8"], _ = train(rank, lambda: mfd.compress_hook("e4m3", "stochastic", seed=8,
                                                                          error_feedback=True))
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
@@ -174,7 +240,7 @@ def _wrapped(fmt, inner):
 
 def main():
     rank, world_size, port, out_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    scenarios = sys.argv[5].split(",") if len(sys.argv) > 5 else ["direct", "nan", "ddp"]
+    scenarios = sys.argv[5].split(",") if len(sys.argv) > 5 else ["direct", "nan", "ddp", "checkpoint"]
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=60))
@@ -182,7 +248,7 @@ def main():
     dist.all_gather_single = counter
     try:
         runs = {"direct": lambda: run_direct(rank, counter), "nan": lambda: run_nan(rank),
-                "ddp": lambda: run_ddp(rank, counter)}
+                "ddp": lambda: run_ddp(rank, counter), "checkpoint": lambda: run_checkpoint(rank)}
         result = {name: runs[name]() for name in scenarios}
     finally:
         dist.all_gather_single = counter.original
