@@ -372,7 +372,7 @@ def recipe_main(args):
         recipe = recipe.variant(rht=None if args.rht is None else args.rht == "on",
                                 sr=None if args.sr is None else args.sr == "on", scale_rule=args.scale_rule,
                                 prescale=args.prescale,
-                                accumulation=None if accumulation is None else accumulation)
+                                accumulation=accumulation)
     except (TypeError, ValueError) as e:
         fail(f"--rht/--sr/--scale-rule/--prescale/--accumulation: {e}")
     csv_file = CsvFile(args.csv, RECIPE_COLUMNS) if args.csv else None
