@@ -4,9 +4,10 @@ several formats beside torch's fp16_compress_hook and allreduce_hook (fp32), on 
 --world processes on 127.0.0.1.
 
 A hook's time is from the call until its future's value is ready on this rank: encoding, the
-collective and decoding/summing, as DDP waits for it. Each repetition starts after a barrier;
-the table gives the median over --reps repetitions (after one warm-up) of the slower rank, and
-the bytes each rank handed to the collective. Every process runs --threads torch threads.
+collective and decoding/summing, as DDP waits for it. Each call starts after a barrier; the
+repetitions are interleaved (each runs every hook once), and the table gives the median over
+--reps repetitions (after one warm-up) of the slower rank, and the bytes each rank handed to the
+collective. Every process runs --threads torch threads (0: torch's default).
 
   PYTHONPATH=build/release/python python3 python/bench/bench_comm_hook.py --mb 25 --reps 10
 """
@@ -64,7 +65,8 @@ def hooks():
 
 
 def worker(rank, world, port, args, queue):
-    torch.set_num_threads(args.threads)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(minutes=5))
     n = int(args.mb * 1e6) // 4
@@ -79,25 +81,27 @@ def worker(rank, world, port, args, queue):
             counted[0] += (rest[0] if rest and isinstance(rest[0], torch.Tensor) else output).nbytes
             return _original(output, *rest, **kw)
         setattr(dist, name, counting)
-    rows = []
-    for label, fmt, make in hooks():
-        if args.only and not any(o in label for o in args.only):
-            continue
-        state, hook = make()
-        times = []
-        for rep in range(args.reps + 1):
+    chosen = [(label, make) for label, fmt, make in hooks()
+              if not args.only or any(o in label for o in args.only)]
+    made = [make() for _, make in chosen]
+    times = [[] for _ in chosen]
+    nbytes = [0] * len(chosen)
+    # Interleaved: each repetition runs every hook once, in the order listed, so a change in the
+    # machine's load during the run falls on every hook alike. Repetition 0 is the warm-up.
+    for rep in range(args.reps + 1):
+        for k, (state, hook) in enumerate(made):
             buffer = source.clone()
             dist.barrier()
             counted[0] = 0
             t0 = time.perf_counter()
             hook(state, Bucket(buffer)).wait()
             elapsed = time.perf_counter() - t0
-            nbytes = counted[0]
+            nbytes[k] = counted[0]
             worst = torch.tensor([elapsed], dtype=torch.float64)
             dist.all_reduce(worst, op=dist.ReduceOp.MAX)
             if rep > 0:
-                times.append(float(worst))
-        rows.append((label, statistics.median(times), min(times), nbytes))
+                times[k].append(float(worst))
+    rows = [(label, statistics.median(t), min(t), b) for (label, _), t, b in zip(chosen, times, nbytes)]
     if rank == 0:
         queue.put(rows)
     dist.destroy_process_group()
@@ -108,7 +112,8 @@ def main():
     p.add_argument("--mb", type=float, default=25.0, help="bucket size in MB of fp32 (default 25, DDP's default cap)")
     p.add_argument("--world", type=int, default=2, help="processes (default 2)")
     p.add_argument("--reps", type=int, default=10, help="timed repetitions (default 10)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads per process (default 1; 0: torch's default, one per core)")
     p.add_argument("--only", nargs="*", default=None, help="run only hooks whose label contains one of these")
     p.add_argument("--csv", default=None, help="also write the table as CSV here")
     args = p.parse_args()
@@ -124,8 +129,9 @@ def main():
     for proc in procs:
         proc.join()
     fp16 = next((r[1] for r in rows if r[0] == "torch fp16_compress_hook"), None)
+    threads = f"{args.threads} thread(s)" if args.threads > 0 else f"torch's default {torch.get_num_threads()} thread(s)"
     print(f"bucket {args.mb} MB fp32 ({int(args.mb * 1e6) // 4} values), {args.world} processes, gloo on 127.0.0.1, "
-          f"{args.threads} thread(s) each, median of {args.reps} (slower rank)")
+          f"{threads} each, median of {args.reps} interleaved (slower rank)")
     print("| hook | median ms | min ms | bytes per rank to the collective | vs fp16_compress_hook |")
     print("|---|---|---|---|---|")
     for label, med, low, nbytes in rows:
