@@ -5,8 +5,9 @@ sends every gradient bucket as codes of `fmt` (a scalar format, bit-packed at it
 block format, element codes plus scales as the block codec stores them), sums the decoded values
 in fp32 and optionally rounds the average back to `fmt`. `compress_wrapper(fmt, hook)` rounds a
 bucket to `fmt` around another hook, as torch's fp16_compress_wrapper does. Every rounding, code,
-packing and block scale is the C++ library's (minifloat.quantize / encode / pack / encode_blocks
-and their inverses); this module only moves bytes and adds decoded values. docs/distributed.md
+packing and block scale is the C++ library's: a bucket's sending (divide, add the residual, round
+with counts, encode) and receiving (decode every rank's codes and add them) are one pass each of
+the extension (python/src/distributed.cpp); this module moves the bytes. docs/distributed.md
 states every rule: the wire layout, the seed of each rounding, the NaN rule and what is counted.
 """
 
@@ -59,8 +60,9 @@ def _flag(value, who, name):
 class CompressionState:
     """What a compress_hook or compress_wrapper knows and has counted.
 
-    step: backward passes completed (the step key of the stochastic draws); set it when resuming a
-    run so the draws continue where they were. Accounting, per rank (this process):
+    step: backward passes completed (the step key of the stochastic draws). state_dict() and
+    load_state_dict() save and restore it with the seed, the residuals and the counters, so a
+    resumed run draws and adds where it stopped. Accounting, per rank (this process):
       bytes_sent_step / fp32_bytes_step: bytes this rank handed to the collective in the last
         completed step, and the bytes plain fp32 DDP hands to its all-reduce for the same buckets;
       bytes_sent_total / fp32_bytes_total: the same summed over every step;
