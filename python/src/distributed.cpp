@@ -9,8 +9,10 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -19,6 +21,8 @@
 #include <minifloat/block.hpp>
 #include <minifloat/bulk.hpp>
 #include <minifloat/decode_accumulate.hpp>
+#include <minifloat/detail/simd.hpp>
+#include <minifloat/encode.hpp>
 
 #include "binding.hpp"
 #include "block_tuples.hpp"
@@ -46,6 +50,24 @@ void keep_residual(std::span<const float> x, const float* value, float* residual
   }
 }
 
+/// out[i] = the code of q[i], a value of the format already (quantize's result, or NaN/Inf where
+/// the format has their codes): encode.hpp's layout change alone (detail::code_lanes, what
+/// bulk.hpp's encode applies to the values it has rounded), a register at a time.
+template <class C>
+void codes_of_values(std::span<const float> q, C* out, const detail::codec_plan<float>& plan) {
+  using V = detail::simd_t<std::uint32_t>;
+  constexpr std::size_t lanes = detail::simd_lanes<std::uint32_t>;
+  using CV = typename detail::vector_of<C, lanes * sizeof(C)>::type;
+  std::size_t i = 0;
+  for (; i + lanes <= q.size(); i += lanes) {
+    V bits;
+    std::memcpy(&bits, q.data() + i, sizeof bits);
+    const CV narrow = __builtin_convertvector(detail::code_lanes(plan, bits), CV);
+    std::memcpy(out + i, &narrow, sizeof narrow);
+  }
+  for (; i < q.size(); ++i) out[i] = static_cast<C>(detail::code_lanes(plan, std::bit_cast<std::uint32_t>(q[i])));
+}
+
 /// Sender's pass for a scalar format: codes[i] = code of round(x[i]), with the rounding's counts;
 /// residual_out (when given) gets x − round(x). Values without a code in a format without NaN
 /// (NaN, ±Inf) are sent as the code of +0 and counted in the last field of the result: the Python
@@ -62,6 +84,8 @@ py::tuple send_scalar_typed(std::uintptr_t in, std::size_t n, float world, std::
   // q is already a value of f: nearest-even rounding with Inf kept is the identity on it, so this
   // only changes layout (what minifloat.encode(q, fmt) did).
   const rounder<float> exact(f, rounding_options{rounding::nearest_even, overflow::infinity});
+  const bool widened = rounds_through_double<float>(f);  // (E8M0-like) codes through bulk encode's double path
+  const detail::codec_plan<float> plan = widened ? detail::codec_plan<float>{} : detail::make_codec_plan<float>(f);
   const bool has_nan = f.has_nan();
   const std::size_t workers = worker_count(n, threads);
   std::vector<rounding_stats> stats(workers);
@@ -82,7 +106,9 @@ py::tuple send_scalar_typed(std::uintptr_t in, std::size_t n, float world, std::
         if (bad != 0 && !has_nan)
           for (std::size_t i = 0; i < m; ++i)
             if (!std::isfinite(q[i])) q[i] = 0.0f;  // sent as +0; the rank's flag says NaN
-        if (try_encode(std::span<const float>(qs), std::span<C>(at<C>(codes) + s, m), exact.advanced(s)) < m)
+        if (!widened)
+          codes_of_values(std::span<const float>(qs), at<C>(codes) + s, plan);
+        else if (try_encode(std::span<const float>(qs), std::span<C>(at<C>(codes) + s, m), exact.advanced(s)) < m)
           throw std::logic_error("minifloat.distributed: a rounded value has no code");  // cannot happen: see above
       }
     });
