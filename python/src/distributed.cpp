@@ -2,9 +2,10 @@
 // minifloat._core: the sender's (divide by the world size, add the kept residual, round with
 // counts, write codes, keep the new residual) and the receiver's (decode every rank's codes and
 // add them in rank order, decode_accumulate.hpp). Each is one pass over the bucket: the work runs
-// in chunks that stay in cache, every rounding and code is bulk.hpp's / block.hpp's, and the
-// arithmetic around them (x / W, + residual, x − value) is the float arithmetic the Python layer
-// did with torch, element by element, so the bits are the same. See binding.hpp for the
+// in chunks that stay in cache, every rounding is bulk.hpp's / block.hpp's, every code
+// encode.hpp's / block.hpp's, and the arithmetic around them (x / W, + residual, x − value) is
+// the float arithmetic torch does (tensor.div, +, −), element by element, so the bits are those of
+// the same steps done with torch. See binding.hpp for the
 // conventions; python/minifloat/distributed.py for the wire layout.
 #include <pybind11/stl.h>
 
