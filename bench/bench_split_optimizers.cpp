@@ -1,5 +1,6 @@
 // Optimizer steps on split storage (optimizers.hpp) against the same optimizer on fp32 master
-// weights, and the library's fp32 steps against a plain hand-written loop, at 16M parameters.
+// weights, and the library's fp32 steps against a plain hand-written loop, at 16M parameters
+// (MINIFLOAT_BENCH_PARAMETERS sets another count).
 // Wall-clock time: every iteration first times the reference step (the library's fp32 step for
 // split and low-precision weights, the plain loop for the library's fp32 step) on its own copy of
 // the weights and state, then the step under test, so "x_ref" (reference time / step time) compares
@@ -15,6 +16,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -25,7 +28,19 @@ namespace {
 
 namespace ms = minifloat::storage;
 
-constexpr std::size_t parameters = std::size_t{1} << 24;
+// 16M parameters, or as many as MINIFLOAT_BENCH_PARAMETERS says (1048576: the steps' arrays fit in
+// the caches).
+const std::size_t parameters = [] {
+  const char* text = std::getenv("MINIFLOAT_BENCH_PARAMETERS");
+  if (text == nullptr) return std::size_t{1} << 24;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  if (end == text || *end != '\0' || n == 0 || n % 32 != 0) {
+    std::fprintf(stderr, "MINIFLOAT_BENCH_PARAMETERS: expected a positive multiple of 32, got '%s'\n", text);
+    std::exit(2);
+  }
+  return static_cast<std::size_t>(n);
+}();
 
 const std::vector<float>& initial_weights() {
   static const std::vector<float> w = [] {

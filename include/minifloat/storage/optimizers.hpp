@@ -539,6 +539,15 @@ void step_tiles_on(const Fields& fields, tile_step step, minifloat::threads t) {
   });
 }
 
+/// Starts a new generation of t and runs `step` on every tile of its byte-wide fields
+/// (split_tensor::rewrite_byte_fields); false, stepping nothing, for other layouts. The step is
+/// type-erased before the layout's field types are chosen, so each field kind's tile loop is
+/// instantiated once, not once per field kind and optimizer flag variant.
+template <class Split>
+bool step_byte_fields(Split& t, tile_step step, minifloat::threads parallel) {
+  return t.rewrite_byte_fields([&](auto fields) { step_tiles_on(fields, step, parallel); });
+}
+
 /// A step in two phases — check, then commit — so that a multi-tensor step can check every group
 /// before it commits any. The optimizer's parts are the overloads below for its state.
 template <chunked_weights W, class State, class Factors>
@@ -558,7 +567,7 @@ struct step_plan {
     begin_step(state, params.size(), factors);
     // Layouts with 8- and 16-bit fields step a small tile at a time in one pass.
     if constexpr (std::same_as<W, split_tensor>) {
-      if (params.rewrite_byte_fields([&](auto weights) { tile_update(*this, weights); })) return;
+      if (tile_update(*this)) return;
     }
     update_split(params, [&](std::span<float> w, std::size_t at) { state_update(*this, w, at); }, parallel);
   }
@@ -594,11 +603,13 @@ void state_update(const sgd_plan<W>& s, std::span<float> w, std::size_t at) {
   update(w, s.grads.data() + at, buffer == nullptr ? nullptr : buffer + at, s.factors);
 }
 
-/// SGD on byte-wide split fields, a tile at a time, and the momentum buffer.
-template <chunked_weights W, class Fields>
-void tile_update(const sgd_plan<W>& s, Fields w) {
+/// SGD on byte-wide split fields, a tile at a time, and the momentum buffer; false, stepping
+/// nothing, for other layouts.
+template <chunked_weights W>
+bool tile_update(const sgd_plan<W>& s) {
   const float* g = s.grads.data();
   float* b = s.state.momentum_buffer.data();
+  bool stepped = false;
   with_sgd_loop(s.factors, [&](auto loop) {
     auto step = [&](float* tile, std::size_t at, std::size_t n) {
       const std::size_t ahead = at + tile_prefetch_distance, size = s.grads.size();
@@ -606,8 +617,9 @@ void tile_update(const sgd_plan<W>& s, Fields w) {
       if (b != nullptr) minifloat::detail::prefetch_range<true>(b, ahead, n, size);
       loop(float_weights{tile}, n, g + at, b == nullptr ? nullptr : b + at, s.factors);
     };
-    step_tiles_on(w, tile_step(step), s.parallel);
+    stepped = step_byte_fields(s.params, tile_step(step), s.parallel);
   });
+  return stepped;
 }
 
 /// From magnitudes alone: every weight Adam updates is finite.
@@ -637,18 +649,21 @@ void state_update(const adam_plan<W>& s, std::span<float> w, std::size_t at) {
   update(w, s.grads.data() + at, s.state.exp_avg.data() + at, s.state.exp_avg_sq.data() + at, s.factors);
 }
 
-/// Adam on byte-wide split fields, a tile at a time, and the moments.
-template <chunked_weights W, class Fields>
-void tile_update(const adam_plan<W>& s, Fields w) {
+/// Adam on byte-wide split fields, a tile at a time, and the moments; false, stepping nothing,
+/// for other layouts.
+template <chunked_weights W>
+bool tile_update(const adam_plan<W>& s) {
   const float* g = s.grads.data();
   float* m = s.state.exp_avg.data();
   float* v = s.state.exp_avg_sq.data();
+  bool stepped = false;
   with_adam_loop(s.factors, [&](auto loop) {
     auto step = [&](float* tile, std::size_t at, std::size_t n) {
       loop(float_weights{tile}, n, g + at, m + at, v + at, s.factors);
     };
-    step_tiles_on(w, tile_step(step), s.parallel);
+    stepped = step_byte_fields(s.params, tile_step(step), s.parallel);
   });
+  return stepped;
 }
 
 /// Multi-tensor step: every group's sizes, then every group's storability, then every commit.
