@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from . import _core
-from ._buffers import Operand, address, check_index, lookup
+from ._buffers import Operand, address, check_index, lookup, threads
 from ._formats import Format, as_format
 from ._ops import OVERFLOW, ROUNDING, RoundingStats, _output, _run_into, mark_written
 from .blocks import _geometry, _options, _stats, as_block_format, quantize_blocks
@@ -72,7 +72,7 @@ def hadamard_transform(x, signs, *, axis=-1, inverse=False, out=None):
 
     def kernel(src, dst):
         _core.hadamard_transform(address(src), address(dst), before, length, after, address(sign_values),
-                                 sign_values.size, inverse)
+                                 sign_values.size, inverse, threads())
 
     result = _run_into(source, target, kernel)
     if target is not None and target.is_torch:
@@ -137,7 +137,7 @@ def quantize_tiles(x, fmt, *, transposed=False, tile=(16, 16), rounding="nearest
 
     def kernel(src, dst):
         counts.append(_core.quantize_tiles(address(src), address(dst), rows, cols, transposed, tile[0], tile[1], f._key,
-                                           opts, stats))
+                                           opts, stats, threads()))
 
     result = _run_into(source, target, kernel)
     if target is not None and target.is_torch:

@@ -2,9 +2,13 @@
 // a thin layer over minifloat/hadamard.hpp (the blockwise random Hadamard transform),
 // minifloat/operand.hpp (reduction-axis blocks, 2-D tiles, 4 over 6) and
 // minifloat/emulated_gemm.hpp; see binding.hpp for the conventions. Every rule is the headers'.
-// These calls run on the calling thread (no thread split): their results are defined per call.
+// hadamard_transform and quantize_tiles split their work over binding.hpp's threads in units the
+// header treats independently (whole Hadamard blocks; bands of whole tile rows, each drawing from
+// the index of its first tile), so their bits do not depend on the thread count; the other calls
+// run on the calling thread.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -32,6 +36,29 @@ accumulation to_accumulation(const accumulation_tuple& t) {
                       enumerator<overflow>(on_overflow, overflow_names, "overflow"), promote, random_bits, seed};
 }
 
+/// `units` units of `unit_values` values each, cut into pieces of whole units of about
+/// elements_per_piece values: for_ranges hands out one elements_per_piece range per piece.
+struct unit_pieces {
+  std::size_t units, per_piece, pieces;
+  unit_pieces(std::size_t unit_count, std::size_t unit_values)
+      : units(unit_count), per_piece(std::max<std::size_t>(1, elements_per_piece / std::max<std::size_t>(1, unit_values))),
+        pieces((units + per_piece - 1) / per_piece) {}
+
+  /// The most workers run() uses.
+  std::size_t workers(int threads) const { return worker_count(pieces * elements_per_piece, threads); }
+
+  /// Calls work(worker, first_unit, unit_count), worker < workers(threads), for pieces covering all units.
+  template <class Work>
+  void run(int threads, Work work) const {
+    if (units == 0) return;
+    for_ranges(pieces * elements_per_piece, threads, [&](std::size_t worker, std::size_t start, std::size_t count) {
+      const std::size_t first = start / elements_per_piece * per_piece;
+      const std::size_t end = std::min(units, (start + count) / elements_per_piece * per_piece);
+      work(worker, first, end - first);
+    });
+  }
+};
+
 accumulation_tuple to_accumulation_tuple(const accumulation& a) {
   return {to_tuple(a.product), static_cast<int>(a.product_rounding), to_tuple(a.accumulator),
           static_cast<int>(a.accumulator_rounding), static_cast<int>(a.on_overflow), a.promote_every, a.random_bits,
@@ -44,43 +71,87 @@ void bind_operands(py::module_& m) {
   m.def("hadamard_signs", [](std::uint64_t seed, std::size_t block_size) { return hadamard_signs(seed, block_size); });
 
   // (before, length, after) with the transform along `length`: after = 1 is hadamard.hpp's row
-  // layout over `before` rows; after > 1 its column layout once per leading index.
+  // layout over `before` rows; after > 1 its column layout once per leading index. Either way the
+  // values are a sequence of units of block_size * after values (a block; or block_size rows of
+  // one leading index, every column of them a block) that the header transforms independently.
   m.def("hadamard_transform", [](std::uintptr_t in, std::uintptr_t out, std::size_t before, std::size_t length,
-                                 std::size_t after, std::uintptr_t signs, std::size_t block_size, bool inverse) {
+                                 std::size_t after, std::uintptr_t signs, std::size_t block_size, bool inverse,
+                                 int threads) {
+    constexpr const char* who = "minifloat::hadamard_transform";
     const std::size_t n = before * length * after;
     const auto sign_span = span_at<const float>(signs, block_size);
+    const auto source = span_at<const float>(in, n);
+    const auto target = span_at<float>(out, n);
     const auto dir = inverse ? hadamard_direction::inverse : hadamard_direction::forward;
-    if (after == 1) {
-      hadamard_transform(span_at<const float>(in, n), span_at<float>(out, n), sign_span, block_layout{before, length, 1},
-                         dir);
-      return;
-    }
-    // every piece has the same geometry, so the first call checks for all before anything is written
-    const std::size_t piece = length * after;
+    // the whole geometry is checked before any piece writes (a piece alone cannot see a row
+    // length that is not a multiple of the block size)
+    const block_layout whole = after == 1 ? block_layout{before, length, 1} : block_layout{before * length, after, 0};
+    detail::check_hadamard(n, sign_span, whole, n, who);
+    detail::check_in_out(source, target, who);
+    if (n == 0) return;
+    const std::size_t unit = block_size * after;
     py::gil_scoped_release unlocked;
-    for (std::size_t p = 0; p < before; ++p)
-      hadamard_transform(span_at<const float>(in + p * piece * sizeof(float), piece),
-                         span_at<float>(out + p * piece * sizeof(float), piece), sign_span,
-                         block_layout{length, after, 0}, dir);
+    unit_pieces(n / unit, unit).run(threads, [&](std::size_t, std::size_t first, std::size_t count) {
+      const std::size_t start = first * unit, values = count * unit;
+      const block_layout layout = after == 1 ? block_layout{1, values, 1} : block_layout{count * block_size, after, 0};
+      hadamard_transform(source.subspan(start, values), target.subspan(start, values), sign_span, layout, dir);
+    });
   });
 
   m.def("reduction_axis", [](bool right, bool transposed) {
     return reduction_axis(operand_layout{0, 0, right ? gemm_side::right : gemm_side::left, transposed});
   });
 
+  // Split into bands of whole tile rows of the canonical matrix W: a band's tiles are consecutive
+  // in the tile-major order, so the band quantized alone, with index o.index + the tile-major
+  // position of its first value, draws exactly what it draws in the whole matrix. When the
+  // stored matrix is W^T a band is a band of its columns, copied out and back.
   m.def("quantize_tiles", [](std::uintptr_t in, std::uintptr_t out, std::size_t rows, std::size_t cols, bool transposed,
                              std::size_t tile_rows, std::size_t tile_cols, const block_format_tuple& f,
-                             const block_options_tuple& o, bool want_stats) {
+                             const block_options_tuple& o, bool want_stats, int threads) {
     const std::size_t n = rows * cols;
     const block_format bf = to_block_format(f);
-    const block_options bo = to_block_options(o);
-    block_stats st;
+    block_options bo = to_block_options(o);
+    const auto source = span_at<const float>(in, n);
+    const auto target = span_at<float>(out, n);
+    const tile_shape tile{tile_rows, tile_cols};
+    // the header's checks (format, tile, sizes), which every band repeats, before any band writes
+    quantize_tiles(source.first(0), target.first(0), bf, bo, 0, cols, transposed, tile);
+    (void)rounder<float>(bf.element, {bo.mode, bo.on_overflow, bo.random_bits, bo.seed, bo.index});
+    if (n == 0) return want_stats ? py::object(stats_tuple(block_stats{})) : py::object(py::none());
+    // NVFP4's per-tensor scale is the whole matrix's, not a band's
+    if (bf.scaling == block_scaling::e4m3_times_tensor && bo.tensor_scale == 0) bo.tensor_scale = nvfp4_tensor_scale(source);
+    const std::size_t canonical_rows = transposed ? cols : rows, canonical_cols = transposed ? rows : cols;
+    const std::size_t bands = (canonical_rows + tile_rows - 1) / tile_rows;
+    const std::size_t band_slots = detail::tile_order{tile_rows, canonical_cols, tile}.slots();
+    const unit_pieces split(bands, tile_rows * canonical_cols);
+    std::vector<block_stats> stats(split.workers(threads));
     {
       py::gil_scoped_release unlocked;
-      quantize_tiles(span_at<const float>(in, n), span_at<float>(out, n), bf, bo, rows, cols, transposed,
-                     tile_shape{tile_rows, tile_cols}, want_stats ? &st : nullptr);
+      split.run(threads, [&](std::size_t worker, std::size_t first, std::size_t count) {
+        const std::size_t row0 = first * tile_rows;                                    // first canonical row
+        const std::size_t band_rows = std::min(count * tile_rows, canonical_rows - row0);
+        block_options piece = bo;
+        piece.index = bo.index + first * band_slots;
+        block_stats* st = want_stats ? &stats[worker] : nullptr;
+        if (!transposed) {
+          const std::size_t start = row0 * cols, values = band_rows * cols;
+          quantize_tiles(source.subspan(start, values), target.subspan(start, values), bf, piece, band_rows, cols, false,
+                         tile, st);
+          return;
+        }
+        std::vector<float> band(rows * band_rows);  // stored columns row0 .. row0 + band_rows
+        for (std::size_t r = 0; r < rows; ++r)
+          std::copy_n(source.data() + r * cols + row0, band_rows, band.data() + r * band_rows);
+        quantize_tiles(band, band, bf, piece, rows, band_rows, true, tile, st);
+        for (std::size_t r = 0; r < rows; ++r)
+          std::copy_n(band.data() + r * band_rows, band_rows, target.data() + r * cols + row0);
+      });
     }
-    return want_stats ? py::object(stats_tuple(st)) : py::none();
+    if (!want_stats) return py::object(py::none());
+    block_stats total;
+    for (const auto& s : stats) total += s;
+    return py::object(stats_tuple(total));
   });
 
   m.def("quantize_four_over_six", [](std::uintptr_t in, std::uintptr_t out, std::size_t rows, std::size_t cols, int axis,

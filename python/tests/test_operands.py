@@ -130,6 +130,37 @@ def test_tiles_share_one_scale_and_give_w_and_w_transposed_the_same_values():
         ops.quantize_tiles(w, "nvfp4", tile=(64, 32))
 
 
+def test_transforms_and_tiles_are_bit_identical_for_any_thread_count():
+    # every shape spans several pieces of the thread split, and none divides evenly into them
+    # (208 000 values of row blocks; 9 units of 16 x 1000 column blocks; 19 bands of tile rows,
+    # the last one 12 rows tall)
+    x_rows, x_cols, w = randn(1000, 208, seed=8), randn(3, 48, 1000, seed=9), randn(300, 1001, seed=10)
+    signs = ops.hadamard_signs(3, 16)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            got = [ops.hadamard_transform(x_rows, signs), ops.hadamard_transform(x_cols, signs, axis=1),
+                   ops.hadamard_transform(x_cols, signs, axis=1, inverse=True)]
+            stats = []
+            for fmt, rounding in (("nvfp4", "stochastic"), ("mxfp8-e4m3", "nearest_even")):
+                q, st = ops.quantize_tiles(w, fmt, rounding=rounding, seed=12, index=5, stats=True)
+                q_t, st_t = ops.quantize_tiles(w.T.contiguous(), fmt, transposed=True, rounding=rounding, seed=12,
+                                               index=5, stats=True)
+                got += [q, q_t]
+                stats += [st, st_t]
+            results.append((got, stats))
+    finally:
+        torch.set_num_threads(before)
+    one_thread, one_thread_stats = results[0]
+    assert torch.equal(one_thread[3].T, one_thread[4])  # the transposed bands copied out and back
+    for got, stats in results[1:]:
+        for a, b in zip(got, one_thread):
+            assert torch.equal(a.view(torch.int32), b.view(torch.int32))
+        assert stats == one_thread_stats
+
+
 def test_four_over_six_picks_the_smaller_error_by_hand():
     x = torch.zeros(2, 16)
     x[0, 0], x[0, 1] = 5.0, 6.0  # to 6: 5 -> 4 (error 1); to 4: 5 -> 4.5, 6 -> 6 (error 0.25)
