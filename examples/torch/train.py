@@ -336,15 +336,12 @@ _NOT_WITH_RECIPE = {"assignment": None, "dynamic": None, "promotion": False, "co
 
 
 def _git_commit():
-    import subprocess
-    try:
-        out = subprocess.run(["git", "-C", HERE, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
+    """HEAD's short commit, "+dirty" when tracked files differ from it (provenance.git_state)."""
+    import provenance
+    state = provenance.git_state(HERE)
+    if state["commit"] is None:
         return "unknown"
+    return state["commit"][:12] + ("+dirty" if state["dirty"] else "")
 
 
 def recipe_main(args):

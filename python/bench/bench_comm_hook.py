@@ -14,7 +14,6 @@ collective. Every process runs --threads torch threads (0: torch's default).
 
 import argparse
 import datetime
-import os
 import socket
 import statistics
 import sys

@@ -13,7 +13,6 @@ import sys
 import torch
 import torch.distributed as dist
 
-import minifloat as mf
 import minifloat.distributed as mfd
 
 N = 1003  # not a multiple of a block, of 4 codes a word or of 2 nibbles a byte
