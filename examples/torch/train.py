@@ -55,6 +55,15 @@ DYNAMIC_COLUMNS = ["dc_learning"] + [
 # against what fp32 all-reduce hands over, the encoding's counts, and the mean training step time.
 COMM_COLUMNS = ["world_size", "comm_format", "comm_bytes_per_rank", "comm_fp32_bytes_per_rank", "comm_ratio",
                 "comm_overflows", "comm_underflows", "comm_nans", "step_seconds"]
+# Appended with --promotion or --log-overflows K: per epoch, the model aggregate (the paper's
+# total bits) in force at its first step and after its last step's promotions, the bytes the hooks
+# held saved for backward (all categories) at the peak of its first step and of its last full-batch
+# step (footnote 3 of the paper measures the aggregate when training starts and ends); the K
+# forward sites with the highest overflow ratios while low, as "site max epoch" (the largest
+# one-step ratio, the one promotion compares with Θ, and overflows over values in the epoch),
+# highest first, joined by "; "; and every promotion event as "step site ratio from->to".
+OVERFLOW_COLUMNS = ["paper_total_bits_start", "paper_total_bits_end", "saved_bytes_first_step",
+                    "saved_bytes_last_full_step", "top_overflow_ratios", "promotion_events"]
 TENSOR_COLUMNS = ["epoch", "tensor", "class", "numel", "learning", "n_mantissa", "n_exponent", "mantissa_bits",
                   "exponent_bits", "mean_mantissa_bits", "mean_exponent_bits", "sign_share", "mean_total_bits",
                   "gecko_exponent_bits"]
@@ -124,6 +133,10 @@ def parser():
                    help="demotion order of 'ours' (default decreasing, the paper's)")
     p.add_argument("--promotion", action="store_true", help="overflow-driven precision promotion after each step")
     p.add_argument("--theta", type=_unit_float, default=0.01, help="promotion threshold Θ (default 0.01)")
+    p.add_argument("--log-overflows", type=_non_negative_int, default=None, metavar="K",
+                   help="log per epoch the K forward sites with the highest overflow ratios, every promotion "
+                        "event, and the aggregate and saved bytes at the epoch's start and end (CSV columns and "
+                        "an 'overflows' line; default 5 with --promotion, else 0: off)")
     p.add_argument("--low-forward", default="paper_fp(4,3,4)", metavar="FMT",
                    help="low-precision candidate C(t, lo) of forward tensors Y and P (default the paper's paper_fp(4,3,4))")
     p.add_argument("--low-backward", default="paper_fp(5,2,0)", metavar="FMT",
@@ -277,6 +290,71 @@ def _g(v):
     return "" if v is None or v != v else f"{v:.6g}"
 
 
+class OverflowLog:
+    """What --log-overflows records (OVERFLOW_COLUMNS' comment): the overflow ratios of the forward
+    sites while they are low (the ones promotion may promote), the promotion log, and the aggregate
+    and saved bytes at each epoch's start and end."""
+
+    def __init__(self, pm, store, k):
+        self.pm, self.store, self.k = pm, store, k
+        self.low = {s.index: s for s in pm.sites() if s.role in ("Y", "P") and s.low and s.enabled}
+        self.by_name = {s.name: s for s in pm.sites()}
+        self.logged = 0   # promotion events already taken from pm.promotion_log()
+
+    def begin_epoch(self):
+        self.max_ratio, self.overflows, self.values, self.events = {}, {}, {}, []
+        self.bits_start = self.pm.footprint()["total_bits"]
+        self.first_step_bytes = self.last_full_step_bytes = None
+
+    def step(self, run_step, full_batch):
+        """Runs one training step with the store's peaks reset around it, so its own peak of saved
+        bytes is read; the epoch's peaks are kept as the maxima they would have been without."""
+        store = self.store
+        kept = dict(store.peak), dict(store.fp32_peak), store.peak_total
+        store.reset_peaks()
+        r = run_step()
+        step_bytes = store.peak_total
+        store.peak = {c: max(v, kept[0][c]) for c, v in store.peak.items()}
+        store.fp32_peak = {c: max(v, kept[1][c]) for c, v in store.fp32_peak.items()}
+        store.peak_total = max(store.peak_total, kept[2])
+        if self.first_step_bytes is None:
+            self.first_step_bytes = step_bytes
+        if full_batch:
+            self.last_full_step_bytes = step_bytes
+        for i in self.low:   # this step's counts, still there after training_step's promotion
+            st = self.pm.site_stats(i)
+            if st.values:
+                self.max_ratio[i] = max(self.max_ratio.get(i, 0.0), st.overflow_ratio)
+                self.overflows[i] = self.overflows.get(i, 0) + st.overflows
+                self.values[i] = self.values.get(i, 0) + st.values
+        log = self.pm.promotion_log()
+        for step, name, ratio in log[self.logged:]:
+            site = self.by_name[name]
+            self.events.append((step, name, ratio, site.low_format, site.high))
+            self.low.pop(site.index, None)
+        self.logged = len(log)
+        return r
+
+    def top(self):
+        ranked = sorted(((self.max_ratio[i], self.overflows[i] / self.values[i], self.pm.site(i).name)
+                         for i in self.max_ratio if self.overflows[i]), key=lambda t: (-t[0], -t[1], t[2]))
+        return ranked[:self.k]
+
+    def columns(self):
+        return {"paper_total_bits_start": self.bits_start, "paper_total_bits_end": self.pm.footprint()["total_bits"],
+                "saved_bytes_first_step": self.first_step_bytes, "saved_bytes_last_full_step": self.last_full_step_bytes,
+                "top_overflow_ratios": "; ".join(f"{name} {m:.6g} {e:.6g}" for m, e, name in self.top()),
+                "promotion_events": "; ".join(f"{step} {name} {ratio:.6g} {lo}->{hi}"
+                                              for step, name, ratio, lo, hi in self.events)}
+
+    def line(self):
+        top = ", ".join(f"{name} {m:.4f}" for m, _, name in self.top()) or "none"
+        first = f", first at step {self.events[0][0]}" if self.events else ""
+        return (f"  overflows (largest one-step ratio while low): {top} | promotion events {len(self.events)}{first} "
+                f"| aggregate {self.bits_start} -> {self.pm.footprint()['total_bits']} bits | saved bytes first step "
+                f"{self.first_step_bytes}, last full step {self.last_full_step_bytes}")
+
+
 def dynamic_columns(dyn, learning):
     """The DYNAMIC_COLUMNS of one epoch (see their comment)."""
     row = {"dc_learning": int(learning)}
@@ -332,7 +410,7 @@ RECIPE_COLUMNS = ["epoch", "train_loss", "train_accuracy", "test_accuracy", "ste
 # Flags of the precision-assignment trainer that --recipe replaces, with their defaults.
 _NOT_WITH_RECIPE = {"assignment": None, "dynamic": None, "promotion": False, "comm_format": None,
                     "weights": ("fp32-master", None), "loss_scaling": None, "rounding": "nearest_even",
-                    "low_forward": "paper_fp(4,3,4)", "low_backward": "paper_fp(5,2,0)"}
+                    "low_forward": "paper_fp(4,3,4)", "low_backward": "paper_fp(5,2,0)", "log_overflows": None}
 
 
 def _git_commit():
@@ -449,8 +527,9 @@ def main(argv=None):
                  "cannot be combined with it")
         if args.loss_scaling == "dynamic":
             fail("--dynamic needs --loss-scaling none: a scaled loss would scale the bitlength gradients")
-        if args.promotion:
-            fail("--promotion applies to precision assignments, not to --dynamic")
+        if args.promotion or args.log_overflows is not None:
+            fail(f"--{'promotion' if args.promotion else 'log-overflows'} applies to precision assignments, "
+                 "not to --dynamic")
         args.assignment, args.loss_scaling = "fp32", "none"
     else:
         given = [f for f in ("dc_tensor_csv", "dc_gecko") if getattr(args, f) is not None]
@@ -477,6 +556,9 @@ def main(argv=None):
     if distributed and (args.promotion or args.dynamic):
         fail("--promotion and --dynamic decide from each rank's own statistics, so replicas would diverge; "
              "they run on one process only")
+    log_overflows = args.log_overflows if args.log_overflows is not None else (5 if args.promotion else 0)
+    if distributed and log_overflows:
+        fail("--log-overflows reads one process's site statistics; it runs on one process only")
     comm_hook = None
     if args.comm_format is not None:
         import minifloat.distributed as mfd
@@ -503,7 +585,8 @@ def main(argv=None):
     rank, world_size = 0, 1
     if distributed:
         rank, world_size = start_process_group()
-    columns = CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else []) + (COMM_COLUMNS if distributed else [])
+    columns = (CSV_COLUMNS + (DYNAMIC_COLUMNS if args.dynamic else []) + (COMM_COLUMNS if distributed else [])
+               + (OVERFLOW_COLUMNS if log_overflows else []))
     csv_file = CsvFile(args.csv, columns) if args.csv and rank == 0 else None
     tensor_csv = CsvFile(args.dc_tensor_csv, TENSOR_COLUMNS) if args.dc_tensor_csv else None
     if args.threads:
@@ -562,6 +645,7 @@ def main(argv=None):
                                   f"share {info['demoted_share']:.3f}" if info else ""))
     step = 0
     loss_fn = torch.nn.functional.cross_entropy
+    overflow_log = OverflowLog(pm, store, log_overflows) if log_overflows else None
     for epoch in range(1, args.epochs + 1):
         started = time.perf_counter()
         store.reset_peaks()
@@ -575,6 +659,8 @@ def main(argv=None):
         if dyn is not None:
             dyn.begin_epoch(epoch - 1, lr)
             learning = dyn.learning  # during this epoch's steps
+        if overflow_log is not None:
+            overflow_log.begin_epoch()
         for x, y in fashion_mnist.batches(train, args.batch_size, generator):
             fp = pm.footprint()  # the assignment in force during this step
             ratio_sum += fp["low_ratio"]
@@ -585,7 +671,11 @@ def main(argv=None):
                     continue
                 x, y = x.tensor_split(world_size)[rank], y.tensor_split(world_size)[rank]
             step_started = time.perf_counter()
-            r = mt.training_step(pm, opt, scaler, loss_fn, x, y, step, store)
+            if overflow_log is not None:
+                r = overflow_log.step(lambda: mt.training_step(pm, opt, scaler, loss_fn, x, y, step, store),
+                                      full_batch=batch == args.batch_size)
+            else:
+                r = mt.training_step(pm, opt, scaler, loss_fn, x, y, step, store)
             step_seconds += time.perf_counter() - step_started
             if schedule is not None:
                 schedule.step()
@@ -644,6 +734,9 @@ def main(argv=None):
             say(f"  gradients on the wire ({row['comm_format']}, {world_size} ranks): {sent} B per rank, "
                 f"{row['comm_ratio']} of fp32's {fp32} B; overflows {counts['overflows']} underflows "
                 f"{counts['underflows']} NaN {counts['nans']}; {row['step_seconds']} s per step")
+        if overflow_log is not None:
+            row.update(overflow_log.columns())
+            say(overflow_log.line())
         if dyn is not None:
             dyn.end_epoch()
             row.update(dynamic_columns(dyn, learning))
