@@ -52,6 +52,9 @@ PAPER_LOW = {"forward": "paper_fp(4,3,4)", "backward": "paper_fp(5,2,0)"}
 NARROW_LOW = {"forward": "paper_fp(3,2,2)", "backward": "paper_fp(4,2,0)"}
 LOW = NARROW_LOW          # the powered design's low formats (chosen by the pilot; docs/results-torch.md says why)
 THETA = 0.01              # promotion threshold Θ (the paper's)
+# train.py's overflow log (top-K overflow ratios per epoch, promotion events, the aggregate and
+# saved bytes at each epoch's start and end) on the promotion part's rows and the rows they pair with.
+OVERFLOW_LOG = ("--log-overflows", "5")
 SEEDS = tuple(range(8))   # every row that carries a claim
 CONTEXT_SEEDS = (0,)      # rows that carry no claim (all-high: the memory reference; op-variant: context)
 PROMOTION_SEEDS = tuple(range(5))   # paired with the same seeds of the rows without promotion
@@ -104,20 +107,21 @@ def configs() -> list[Config]:
     # Accuracy against low-precision ratio (paper Figure 4).
     c.append(Config("assign", "fp32", "fp32", ("--assignment", "fp32")))
     c.append(Config("assign", "all-high", "all-high", ("--assignment", "all-high") + _low(LOW), CONTEXT_SEEDS))
-    c.append(Config("assign", "uniform", "uniform", ("--assignment", "uniform") + _low(LOW)))
+    c.append(Config("assign", "uniform", "uniform", ("--assignment", "uniform") + _low(LOW) + OVERFLOW_LOG))
     c.append(Config("assign", "op", "op", ("--assignment", "op") + _low(LOW)))
     c.append(Config("assign", "op-variant", "op-variant", ("--assignment", "op-variant") + _low(LOW), CONTEXT_SEEDS))
     for r in RATIOS:
-        c.append(Config("assign", f"ours-{r}", f"ours r={r}", _ours(r)))
+        c.append(Config("assign", f"ours-{r}", f"ours r={r}", _ours(r) + (OVERFLOW_LOG if r == 0.9 else ())))
     # Demotion order (paper Figure 5); decreasing is the assign part's row.
     for o in ("increasing", "random"):
         c.append(Config("order", f"{o}-{ORDER_RATIO}", f"ours[{o}] r={ORDER_RATIO}", _ours(ORDER_RATIO, o)))
     # Promotion (paper Figure 6) at the schedule's own learning rate, where fp32 trains well; the
     # rows without promotion are the assign part's uniform and ours r=0.9.
     c.append(Config("promotion", "uniform-promo", "uniform + promotion",
-                    ("--assignment", "uniform") + _low(LOW) + ("--promotion", "--theta", str(THETA)), PROMOTION_SEEDS))
+                    ("--assignment", "uniform") + _low(LOW) + ("--promotion", "--theta", str(THETA)) + OVERFLOW_LOG,
+                    PROMOTION_SEEDS))
     c.append(Config("promotion", "ours-0.9-promo", "ours r=0.9 + promotion",
-                    _ours(0.9) + ("--promotion", "--theta", str(THETA)), PROMOTION_SEEDS))
+                    _ours(0.9) + ("--promotion", "--theta", str(THETA)) + OVERFLOW_LOG, PROMOTION_SEEDS))
     # Dynamic bitlengths on fp32 containers; learning and BitWave's fixing shortened to the
     # schedule's epochs (the trainer's defaults are 5 and 5), so the bitlengths settle in it.
     settle = ("--dc-learn-epochs", str(max(1, SCHEDULE["epochs"] - 1)), "--dc-bw-fix-epoch",

@@ -48,6 +48,16 @@ class Run:
         self.weight = peak("saved_weight_peak_bytes")
         self.other = peak("saved_other_peak_bytes")
         self.opt = peak("optimizer_weight_bytes") + peak("optimizer_state_bytes")
+        # train.py's overflow log (--promotion / --log-overflows); runs made without it lack the columns.
+        self.logged = "promotion_events" in first
+        if self.logged:
+            self.bits_start_run = float(first["paper_total_bits_start"])
+            self.bits_end_run = float(last["paper_total_bits_end"])
+            self.saved_first = int(first["saved_bytes_first_step"])
+            full = [int(r["saved_bytes_last_full_step"]) for r in self.rows if r["saved_bytes_last_full_step"]]
+            self.saved_last = full[-1] if full else None
+            self.events = [[_event(e) for e in r["promotion_events"].split("; ") if e] for r in self.rows]
+            self.top = [[_top(t) for t in r["top_overflow_ratios"].split("; ") if t] for r in self.rows]
 
     @property
     def measured(self):
@@ -58,6 +68,18 @@ class Run:
     @property
     def cpu(self):
         return self.meta["cpu_user_s"] + self.meta["cpu_sys_s"] if self.meta else None
+
+
+def _event(text):
+    """(step, site, ratio, "low->high") of one promotion_events entry."""
+    step, site, ratio, formats = text.split(" ")
+    return int(step), site, float(ratio), formats
+
+
+def _top(text):
+    """(site, largest one-step ratio, epoch ratio) of one top_overflow_ratios entry."""
+    site, largest, epoch = text.split(" ")
+    return site, float(largest), float(epoch)
 
 
 class Row:
@@ -139,19 +161,67 @@ def assignment_table(rows, keys, fp32, all_high):
     return table(header, body) if body else ""
 
 
+def end_minus_start(row, all_high):
+    """The paper's footnote 3 within each run, as % of all-high's: (the aggregate after the last
+    step - before the first) over all-high's aggregate, and (the saved bytes at the last full-batch
+    step's peak - at the first step's) over all-high's saved bytes (the peak of activations, weight
+    copies and other saved tensors). Means over seeds; None when a run has no overflow log (a run
+    that promoted nothing has both at 0: its assignment never changed)."""
+    if all_high is None:
+        return None, None
+    if not all(r.logged for r in row.runs):
+        return (0.0, 0.0) if all(r.promotions == 0 for r in row.runs) else (None, None)
+    ah_bits = all_high.mean("bits")
+    ah_saved = statistics.fmean(r.act + r.weight + r.other for r in all_high.runs)
+    bits = statistics.fmean(100 * (r.bits_end_run - r.bits_start_run) / ah_bits for r in row.runs)
+    saved = [100 * (r.saved_last - r.saved_first) / ah_saved for r in row.runs if r.saved_last is not None]
+    return bits, statistics.fmean(saved) if saved else None
+
+
+def _promotion_steps(row):
+    steps = [e[0] for r in row.runs if r.logged for epoch in r.events for e in epoch]
+    return f"{min(steps)}–{max(steps)}" if steps else ("none" if all(r.logged for r in row.runs) else "")
+
+
 def promotion_table(rows, pairs, all_high):
     header = ["assignment", "seeds", "test acc. % (mean)", "seed SD", "range", "diverged (final / any epoch)",
-              "skipped steps (mean)", "promotions (mean)", "low-precision ratio", "paper aggregate × all-high",
-              "saved activations MiB", "total measured MiB"]
+              "skipped steps (mean)", "promotions (mean)", "steps of the promotions (over seeds)",
+              "low-precision ratio", "paper aggregate × all-high", "aggregate end − start, % of all-high's",
+              "saved bytes last − first step, % of all-high's", "saved activations MiB", "total measured MiB"]
     body = []
     for none, promo in pairs:
         for row in (none, promo):
             if row is not None:
+                bits, saved = end_minus_start(row, all_high)
                 body.append([row.cfg.label, row.n, *acc_cells(row), f"{row.div('final')} / {row.div('any')}",
-                             f"{row.mean('skipped'):.1f}", f"{row.mean('promotions'):.1f}",
+                             f"{row.mean('skipped'):.1f}", f"{row.mean('promotions'):.1f}", _promotion_steps(row),
                              f"{row.mean('low_ratio'):.3f}",
                              f"{row.mean('bits') / all_high.mean('bits'):.3f}" if all_high else "",
+                             "" if bits is None else f"{bits:+.2f}", "" if saved is None else f"{saved:+.2f}",
                              mib(row.mean("act")), mib(row.mean("measured"))])
+    return table(header, body) if body else ""
+
+
+def overflow_table(rows, keys):
+    """Per row and epoch, from train.py's overflow log: promotion events, the largest one-step
+    overflow ratio of a low forward site (over seeds), and the lowest seed's top sites (the paper's
+    Figure 6(b) shows the top-5 of one run)."""
+    header = ["assignment", "epoch", "seeds logged", "promotion events (mean)",
+              "largest one-step overflow ratio: mean [min–max] over seeds", "top sites of seed S: largest one-step ratio"]
+    body = []
+    for k in keys:
+        row = rows.get(k)
+        runs = [r for r in row.runs if r.logged] if row else []
+        if not runs:
+            continue
+        for e in range(max(len(r.rows) for r in runs)):
+            here = [r for r in runs if e < len(r.rows)]
+            largest = [r.top[e][0][1] if r.top[e] else 0.0 for r in here]
+            first = here[0]
+            sites = ", ".join(f"{site} {m:.4f}" for site, m, _ in first.top[e]) or "no overflow"
+            body.append([row.cfg.label, e + 1, len(here), f"{statistics.fmean(len(r.events[e]) for r in here):.1f}",
+                         f"{statistics.fmean(largest):.4f} [{min(largest):.4f}–{max(largest):.4f}]",
+                         f"S = {first.seed}: {sites}"])
     return table(header, body) if body else ""
 
 
@@ -393,21 +463,31 @@ def claims_section(rows, s):
             end = promo.mean("bits_last")
             exact = all(r.promotions_last == 0 for r in promo.runs)
             extra = 100 * (end - start) / all_high.mean("bits")
+            logged_bits, logged_saved = end_minus_start(promo, all_high)
             for which in ("final", "any"):
                 if any(getattr(r, "diverged_" + which) for r in none.runs):
                     ok = not any(getattr(r, "diverged_" + which) for r in promo.runs) and extra < 3
                     outcome[which] = outcome.get(which, True) and ok
+            if promo.runs and all(r.logged for r in promo.runs):
+                extra = logged_bits
+                memory = (f"aggregate after the last step minus before the first, within each run, {extra:+.2f} % "
+                          "of all-high's" + ("" if logged_saved is None else
+                                             f"; saved bytes at the last full-batch step minus at the first "
+                                             f"{logged_saved:+.2f} % of all-high's saved bytes (measured by the hooks)"))
+            else:
+                memory = (f"aggregate at the end minus at the start {extra:+.2f} % of all-high's"
+                          + ("" if exact else " (the last epoch's mean: promotions in the last epoch make the end "
+                                              "higher)"))
             parts.append(f"{promo.cfg.label}: diverged {none.div('final')} → {promo.div('final')} (final), "
-                         f"{none.div('any')} → {promo.div('any')} (any epoch); with − without {c.text()}; aggregate "
-                         f"at the end minus at the start {extra:+.2f} % of "
-                         "all-high's" + ("" if exact else " (the last epoch's mean: promotions in the last epoch make "
-                                             "the end higher)")
+                         f"{none.div('any')} → {promo.div('any')} (any epoch); with − without {c.text()}; {memory}"
                          + f"; measured total {100 * (promo.mean('measured') - none.mean('measured')) / all_high.mean('measured'):+.2f} "
                          "% of all-high's")
         L.append("4. *Promotion prevents divergence at less than 3 % extra memory* (§4.2, footnote 3: the aggregate at "
                  "the end minus at the start, as a share of the all-high aggregate): " + "; ".join(parts) + ". "
-                 "The start is the same assignment without promotion; the end is the last epoch's mean aggregate "
-                 "(train.py records the aggregate per epoch). " + " ".join(
+                 + ("The start and end are read within each run from train.py's overflow log. "
+                    if all(r.logged for _, p in done for r in p.runs) else
+                    "The start is the same assignment without promotion; the end is the last epoch's mean aggregate "
+                    "(train.py records the aggregate per epoch). ") + " ".join(
                      f"By the {label} definition the claim " + ("**is untested here** (no run diverged without "
                                                                 "promotion)" if which not in outcome else
                                                                 "**holds here**" if outcome[which] else
@@ -451,13 +531,61 @@ def tables_section(rows, s):
     pairs = [(rows.get(("assign", "uniform")), rows.get(("promotion", "uniform-promo"))),
              (rows.get(("assign", "ours-0.9")), rows.get(("promotion", "ours-0.9-promo")))]
     t = promotion_table(rows, [p for p in pairs if p[1]], all_high)
-    L += [f"Promotion (Θ = {s['theta']:g}; the rows without it are the assignment table's):", "",
+    L += [f"Promotion (Θ = {s['theta']:g}; the rows without it are the assignment table's). The end-minus-start "
+          "columns are the paper's footnote 3 within each run (train.py's overflow log): the aggregate after the last "
+          "step minus before the first, and the saved bytes the hooks held at the peak of the last full-batch step "
+          "minus the first step's, each as a share of all-high's; a row that promoted nothing has both at 0:", "",
           t or "No run of this part is committed.", ""]
+    t = overflow_table(rows, [("assign", "uniform"), ("promotion", "uniform-promo"), ("assign", "ours-0.9"),
+                              ("promotion", "ours-0.9-promo")])
+    if t:
+        L += ["Overflows and promotions per epoch (train.py's overflow log; the paper's Figure 6(b) plots the top-5 "
+              "tensors' overflow ratios of one run). A ratio is a forward site's overflows over its values in one "
+              "step while the site is low; promotion compares it with Θ.", "", t, ""]
     t = dynamic_table(rows, [("dynamic", d) for d in ("qm-qe", "bitwave")])
     L += ["Dynamic bitlengths (QM+QE, BitWave) on fp32 containers, per epoch (means over seeds). The saved activations "
           "are packed in each tensor's current container (fp(8, k_m): sign, 8 exponent bits, k_m mantissa bits), "
           "so they are reported per epoch: the maximum over the run is set by the first epoch, before the "
           "bitlengths shrink.", "", t or "No run of this part is committed.", ""]
+    return L
+
+
+CROSSCHECK = "memory-crosscheck.json"
+
+
+def crosscheck_section(out):
+    """examples/torch/memory_crosscheck.py's committed output: the hooks' saving against the allocators'."""
+    L = ["## Memory cross-check: the hooks against the allocators", ""]
+    path = os.path.join(out, CROSSCHECK)
+    command = f"PYTHONPATH=build/release/python python examples/torch/memory_crosscheck.py --out results/torch/{CROSSCHECK}"
+    if not os.path.exists(path):
+        return L + [f"Not run yet (`{command}`).", ""]
+    with open(path) as f:
+        c = json.load(f)
+    prov = c.get("provenance", {})
+    L += [f"`{command}` runs one training forward pass of {c['model']} at width {c['width']:g}, batch {c['batch']}, "
+          f"low formats `{c['low_forward']}` / `{c['low_backward']}`, with the tensors saved for backward kept as "
+          "float32 and then bit-packed, after a warm-up step, and measures the bytes allocated during the forward "
+          "and still live at its end twice: as the saved-tensor hooks count them, and from the allocators (torch's "
+          "allocations from `torch.profiler`'s memory profiling, NumPy's — the packed codes are NumPy buffers — from "
+          "`tracemalloc`'s NumPy domain). The allocators also see the forward's output and loss and free tensors "
+          "made before it; those are the same in both modes, so the check is on the difference (what packing saves), "
+          f"within {100 * c['tolerance']:g} % of the hooks' difference.", ""]
+    body = []
+    for name, a in c["assignments"].items():
+        body.append([name, mib(a["fp32"]["hooks_total_bytes"]), mib(a["packed"]["hooks_total_bytes"]),
+                     mib(a["hooks_saving_bytes"]), mib(a["fp32"]["allocator_bytes"]), mib(a["packed"]["allocator_bytes"]),
+                     mib(a["allocator_saving_bytes"]), f"{a['hooks_saving_bytes']} / {a['allocator_saving_bytes']}",
+                     f"{a['relative_error']:+.1e}", "yes" if a["passed"] else "**no**"])
+    L += [table(["assignment", "hooks: fp32 MiB", "hooks: packed MiB", "hooks: saving MiB", "allocators: fp32 MiB",
+                 "allocators: packed MiB", "allocators: saving MiB", "saving in bytes: hooks / allocators",
+                 "relative difference", "within tolerance"], body), ""]
+    L += ["The hooks' accounting of saved bytes " + ("agrees with the allocators within the tolerance for every "
+                                                     "assignment checked" if c["passed"] else
+                                                     "**disagrees** with the allocators beyond the tolerance")
+          + f" (commit {str(prov.get('commit'))[:12]}, "
+          + {True: "tracked files differed from it", False: "clean tree"}.get(prov.get("dirty"), "tree state not recorded")
+          + f", torch {prov.get('torch')}, minifloat {prov.get('minifloat')}).", ""]
     return L
 
 
@@ -493,5 +621,5 @@ def document(out, cfgs, s):
           "The tables this page showed earlier (Adam, 3 seeds, 2000 test images) are withdrawn: their raw CSVs were "
           "never committed and no longer exist, so they can be neither regenerated nor checked.", ""]
     L += rule_section(s) + design_section(s, rows) + pilot_section(rows, s) + claims_section(rows, s)
-    L += tables_section(rows, s) + provenance_section(rows)
+    L += tables_section(rows, s) + crosscheck_section(out) + provenance_section(rows)
     return "\n".join(L).rstrip("\n") + "\n"

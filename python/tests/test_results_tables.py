@@ -51,19 +51,26 @@ def test_t_quantile_refuses_a_probability_outside_the_unit_interval():
         verdict.t_quantile(1.5, 3)
 
 
-def _write(path, accuracies, low_ratio, bits, act, dynamic=False):
+def _write(path, accuracies, low_ratio, bits, act, dynamic=False, log=None):
+    """A train.py CSV; `log`: per epoch the overflow-log columns (--log-overflows) with the promotions."""
     cols = ["epoch", "train_loss", "train_accuracy", "test_accuracy", "steps", "skipped_steps", "loss_scale",
             "promotions", "low_ratio", "paper_total_bits", "saved_activation_peak_bytes",
             "saved_activation_fp32_peak_bytes", "saved_weight_peak_bytes", "saved_other_peak_bytes",
             "optimizer_weight_bytes", "optimizer_state_bytes", "seconds"]
     extra = ["dc_learning", "w_total_mean", "a_total_mean", "red_qm_qe"] if dynamic else []
+    logged = ["paper_total_bits_start", "paper_total_bits_end", "saved_bytes_first_step", "saved_bytes_last_full_step",
+              "top_overflow_ratios", "promotion_events"] if log else []
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(cols + extra)
+        w.writerow(cols + extra + logged)
         for e, acc in enumerate(accuracies, 1):
-            w.writerow([e, 0.5, acc, acc, 79, 0, 1024, 0, low_ratio, bits, act, 4 * 10**6, 1000, 100, 2000, 2000, 1.0]
-                       + ([int(e < len(accuracies)), 24.0, 20.0, 1.3] if dynamic else []))
+            epoch_log = log[e - 1] if log else {}
+            w.writerow([e, 0.5, acc, acc, 79, 0, 1024, len(epoch_log.get("events", [])), low_ratio, bits, act,
+                        4 * 10**6, 1000, 100, 2000, 2000, 1.0]
+                       + ([int(e < len(accuracies)), 24.0, 20.0, 1.3] if dynamic else [])
+                       + ([epoch_log[k] for k in logged[:4]] + ["; ".join(epoch_log["top"]),
+                                                                "; ".join(epoch_log["events"])] if log else []))
 
 
 def test_the_claims_follow_the_rule_on_synthetic_runs(tmp_path):
@@ -89,3 +96,36 @@ def test_the_claims_follow_the_rule_on_synthetic_runs(tmp_path):
     assert claim["4."].count("**is untested here**") == 2   # nothing diverged without promotion
     assert claim["5."].count("keeps accuracy") == 2
     assert "No run of this part is committed." not in doc
+
+
+def test_the_promotion_table_reports_footnote_3_within_each_run_from_the_overflow_log(tmp_path):
+    """Promoted runs log the aggregate and saved bytes at each epoch's start and end: the table reports
+    the run's end minus start as a share of all-high's, and the per-epoch overflow table their top sites."""
+    all_high_bits, all_high_saved = 2 * 10**6, 4 * 10**6 + 1000 + 100   # activations + weight copy + other peaks
+    for c in reproduce.configs():
+        if c.part not in ("assign", "promotion") or c.name not in ("fp32", "all-high", "uniform", "uniform-promo"):
+            continue
+        for s in c.seeds:
+            log = None
+            if c.name == "uniform-promo":   # one promotion in epoch 1 that adds 1 % of all-high's bits, 2 % of its bytes
+                start, grown = 10**6, all_high_bits // 100
+                log = [{"paper_total_bits_start": start, "paper_total_bits_end": start + grown,
+                        "saved_bytes_first_step": 10**6, "saved_bytes_last_full_step": 10**6 + all_high_saved // 50,
+                        "top": [f"conv.Y 0.{5 + s} 0.01", "bn.Y 0.002 0.001"],
+                        "events": [f"{3 + s} conv.Y 0.{5 + s} paper_fp(3,2,2)->paper_fp(6,9,0)"]},
+                       {"paper_total_bits_start": start + grown, "paper_total_bits_end": start + grown,
+                        "saved_bytes_first_step": 10**6 + all_high_saved // 50,
+                        "saved_bytes_last_full_step": 10**6 + all_high_saved // 50, "top": [], "events": []}]
+            bits = all_high_bits if c.name == "all-high" else 10**6
+            _write(c.csv(str(tmp_path), s), [0.7, 0.8], 0.0 if c.name == "all-high" else 0.9, bits,
+                   4 * 10**6 if c.name == "all-high" else 10**6, log=log)
+    doc = reproduce.document(str(tmp_path))
+    row = next(line for line in doc.splitlines() if line.startswith("| uniform + promotion |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    n = len(reproduce.PROMOTION_SEEDS)
+    assert cells[8] == f"3–{3 + n - 1}"                 # the steps of the promotions over the seeds
+    assert cells[11] == "+1.00" and cells[12] == "+2.00"   # footnote 3: aggregate and saved bytes, % of all-high's
+    claim = next(line for line in doc.splitlines() if line.startswith("4."))
+    assert "within each run, +1.00 % of all-high's" in claim and "+2.00 % of all-high's saved bytes" in claim
+    top = [line for line in doc.splitlines() if line.startswith("| uniform + promotion | 1 |")]
+    assert top and "S = 0: conv.Y 0.5000, bn.Y 0.0020" in top[0]
