@@ -502,18 +502,17 @@ class tile_step {
 
 /// Runs step(tile, at, n) on every tile of n <= field_tile weights of `fields`
 /// (byte_field_weights) in [begin, end) (begin a multiple of field_tile), restored into `tile`,
-/// and stores the tile back. The restore and the
-/// split (a stochastic layout's rounding of the tile in one batch first) are flattened into this
-/// loop, one copy per layout kind (GCC makes no copy per step: the object file of
+/// and stores the tile back. The restore and the split (each register of the tile drawn,
+/// decided and split in one loop: pair_splitter::split_run) are flattened into this loop, one
+/// copy per layout kind (GCC makes no copy per step: the object file of
 /// tests/storage/test_optimizers.cpp holds the same ten as with `noclone`, which clang does not
-/// know). The weights are a local
-/// copy whose address nothing outside sees, so GCC keeps their constants and the generator's
+/// know). The weights are a local copy whose address nothing outside sees, so GCC keeps their constants and the generator's
 /// keys in registers across the field stores through byte pointers; in an out-of-line call per
 /// tile it reloaded them every register (SGD fp16+8 stochastic 8.3 -> 9.4-10.1 ms per 16M step).
 template <class Fields>
 [[gnu::noinline, gnu::flatten]] void step_tiles(const Fields& fields, tile_step step, std::size_t begin,
                                                 std::size_t end) {
-  static_assert(field_tile == Fields::tile_values, "a tile is restored, rounded and split in one call each");
+  static_assert(field_tile == Fields::tile_values, "a tile is restored and split in one call each");
   static_assert(minifloat::parallel_grain % field_tile == 0, "a thread's weights are whole tiles");
   Fields w = fields;
   alignas(64) float tile[field_tile];

@@ -616,7 +616,8 @@ class pair_restorer {
 
 /// split_block's steps on one register of floats, through the core's lane kernels (round_lanes,
 /// code_lanes, lane_random) called as encode_lanes calls them, or the pair_form Form (the
-/// layout's pair_form_for) that gives their bits.
+/// plan's form) that gives their bits. Every form of a stochastic split takes its one decision,
+/// where h rounds away from zero, from rounds_away.
 template <pair_form Form>
 class pair_splitter {
  public:
@@ -635,7 +636,7 @@ class pair_splitter {
         // a register of weights is almost always plain and the test predictable; above that
         // (e4m3: 2^-6) N(0, 0.02) weights mix in most registers and the test would mispredict.
         plain_first_(sp.layout.visible.emin() <= -14),
-        successor_codes_(successor_codes(sp.stochastic.plan())),
+        successor_codes_(round_.keeps_signed_grid()),
         plain_carries_(plain_first_ && round_.plain_path),
         normal2_(round_.smallest_normal_bits() << 1),
         below_top_span2_(((round_.max_bits & 0x7F800000U) << 1) - normal2_),
@@ -647,14 +648,14 @@ class pair_splitter {
         draw_(sp.stochastic.rng())
 #if defined(__AVX512F__)
         ,
-        rebiased_(sp.layout)
+        rebiased_(sp.layout),
+        plain_fraction_shift_(_mm512_set1_epi32(32 - static_cast<int>(round_.d_normal))),
+        field_flag_lanes_(_mm512_set1_epi32(1 << sp.kept))
 #endif
 #if defined(__AVX512DQ__)
         ,
         prefix_shift_(_mm512_set1_epi32(16 - sp.kept)),
-        plain_fraction_shift_(_mm512_set1_epi32(32 - static_cast<int>(round_.d_normal))),
         kept_mask_lanes_(_mm512_set1_epi32(static_cast<int>(sp.kept_mask))),
-        field_flag_lanes_(_mm512_set1_epi32(1 << sp.kept)),
         binary16_field_shift_(_mm512_set1_epi32(13 - sp.kept)),
         minus_one16_(_mm256_set1_epi16(-1))
 #endif
@@ -665,173 +666,99 @@ class pair_splitter {
   {
   }
 
-  /// The most values draw_tile takes at once.
-  static constexpr std::size_t tile_draw_values = 128;
+  /// The floats an optimizer step restores, updates and splits again at a time (its tile).
+  static constexpr std::size_t tile_values = 128;
 
-  /// For a stochastic split, decides for the floats at `values` (`count` of them, element indices
-  /// at, at + 1, ...; at a multiple of tile_draw_values, count <= tile_draw_values) which lanes
-  /// stochastic rounding moves away from zero (rounds_up), in one loop of their own that draws
-  /// their random words, for the calls of operator() on the same floats, a register from at,
-  /// at + field_lane_count, ... each, that follow (until the next draw_tile): those calls read
-  /// the flags instead of drawing and deciding. The same bits (rounds_up is a function of the
-  /// floats and their words alone), but the generator's round keys and the
-  /// rounding's constants stay in registers for the batch, and the split loop holds neither
-  /// (measured faster on the SGD fp16+8 and e4m3+8 and Adam fp16+8 stochastic steps, within
-  /// noise on SGD bf16+8; the commit that made the change has the numbers). A
-  /// register's flags are found from its own index alone (no tile start kept: with one, GCC
-  /// reloaded it in the split loop). Formats whose stochastic code is not always the truncated
-  /// code or its successor (successor_codes) round in the split loop instead. Whole tiles at an
-  /// aligned draw index of the hardware_binary16, scaled_binary16 and float_prefix forms take
-  /// split_tile, which draws, decides and splits in one loop; draw_tile takes the other tiles.
-  [[gnu::always_inline]] void draw_tile(std::uint64_t at, const float* values, std::size_t count) {
-    if (!stochastic_ || !successor_codes_) return;
-    tile_drawn_ = true;
-    const std::uint64_t first = first_draw_ + at;
-    const std::size_t registers = (count + field_lane_count - 1) / field_lane_count;
-    unsigned plain_registers = 0;
-    const auto round_register = [&](std::size_t r, field_lanes random) {
-      const std::size_t i = r * field_lane_count;
-      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + i, std::min(field_lane_count, count - i));
-      const bool plain = in_plain_range(u);
-      if constexpr (Form == pair_form::hardware_binary16) plain_registers |= unsigned{plain} << r;
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-      if constexpr (mask_flags) {
-        tile_up_masks_[r] = rounds_up_mask(u, random, plain);
-        return;
-      }
-#endif
-      tile_rounded_up_[r] = rounds_up(u, random, plain);
-    };
-    // The aligned registers of whole ARS blocks (the usual case) skip lane_random's joining.
-    if (first % field_lane_count == 0) {
-      draw_.aligned_run(first, registers, round_register);
-    } else {
-      for (std::size_t r = 0; r < registers; ++r) round_register(r, draw_(first + r * field_lane_count));
-    }
-    tile_plain_ = plain_registers;
-  }
-
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  /// pair_form::hardware_binary16's split of the floats u (element `at` in lane 0) into 16
-  /// binary16 codes at vbytes and extra bytes at ebytes, where every lane is zero or in
-  /// binary16's normal binades below the top one (in_plain_range: draw_tile's record, or tested
-  /// here); false, storing nothing, elsewhere.
-  [[gnu::always_inline]] bool split_binary16(field_lanes u, std::uint64_t at, unsigned char* vbytes,
-                                             unsigned char* ebytes) {
-    const std::size_t r = at / field_lane_count % tile_draw_registers;
-    if (stochastic_ && !successor_codes_) return false;
-    if (!(tile_drawn_ ? (tile_plain_ >> r & 1U) != 0 : in_plain_range(u))) return false;
-    store_binary16(u, stochastic_ ? drawn_up_mask(u, at) : 0, vbytes, ebytes);
-    return true;
-  }
-  /// split_binary16's fields of a register in its range, given the lanes `up` that a stochastic
-  /// split rounds away from zero (none for a truncating one).
-  [[gnu::always_inline]] void store_binary16(field_lanes u, __mmask16 up, unsigned char* vbytes,
-                                             unsigned char* ebytes) const {
-    const __m512i x = std::bit_cast<__m512i>(u);
-    __m256i h =
-        _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
-    // The next n bits below h's last one; the byte store drops the bits above.
-    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, binary16_field_shift_);
-    if (stochastic_) {
-      // A flag: h one code up, the field's bit 7 set (its low 7 bits are the float's).
-      h = _mm256_mask_sub_epi16(h, up, h, minus_one16_);
-      e = _mm512_and_si512(e, kept_mask_lanes_);
-      e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
-    }
-    std::memcpy(vbytes, &h, sizeof h);
-    const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
-    std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
-  }
-  /// Whether split_tile takes a form's stochastic tiles.
-  static constexpr bool drawn_tile_form = Form == pair_form::hardware_binary16 ||
-                                          Form == pair_form::scaled_binary16 || Form == pair_form::float_prefix;
-  /// A stochastic split of a whole tile (tile_draw_values floats at `values`, element `at`
-  /// first, its draw index first_draw_ + at a multiple of field_lane_count) into the fields from
-  /// vbytes and ebytes, in one loop that draws each register's words, decides and splits it
-  /// (split_drawn): draw_tile's batch and the register splits after it in one, with no flags
-  /// stored and loaded again, no second load of the floats and no per-register tests of the
-  /// tile's state. A register split_drawn leaves is split by `other(j)` (j: its first float's
-  /// offset in the tile), the general split, which draws its own words (the same ones: a word
-  /// depends on its element index alone). False, doing nothing, for the other forms and
-  /// layouts and for an unaligned draw index; then draw_tile and the register splits take the
-  /// tile.
-  template <class Visible, class Extra, class Other>
-  [[gnu::always_inline]] bool split_tile(std::uint64_t at, const float* values, unsigned char* vbytes,
-                                         unsigned char* ebytes, Other other) {
-    if constexpr (!drawn_tile_form) {
-      return false;
-    } else {
-      const std::uint64_t first = first_draw_ + at;
-      if (!stochastic_ || !successor_codes_ || first % field_lane_count != 0) return false;
-      if (Form != pair_form::scaled_binary16 && !plain_carries_) return false;
-      tile_drawn_ = false;  // other() draws its own words
-      draw_.aligned_run(first, tile_draw_registers, [&](std::size_t r, field_lanes random) {
-        const std::size_t j = r * field_lane_count;
-        const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + j, field_lane_count);
-        if (!split_drawn<Visible, Extra>(u, random, vbytes + j * sizeof(Visible), ebytes + j * sizeof(Extra)))
-          other(j);
-      });
-      return true;
-    }
-  }
-  /// split_tile's split of the floats u with their words `random`: the fields of a stochastic
-  /// split stored at vbytes and ebytes; false, storing nothing, for a register the form leaves
-  /// to the general split (hardware_binary16 and float_prefix: one not in in_plain_range;
-  /// scaled_binary16: one with a NaN or Inf lane).
+  /// Splits the `count` floats at `values` (element `at` of the split's numbering first) into
+  /// the fields at vbytes and ebytes, a register at a time in one loop that draws each
+  /// register's words (a stochastic split: whole ARS blocks in order where the draw index is a
+  /// multiple of the register's lanes), decides and splits it: the generator's round keys and the
+  /// rounding's constants stay in registers, and nothing is stored to be read back. False where
+  /// a float has no code in R (NaN or Inf into an all_finite format): that register's fields are
+  /// not written, the others' are.
   template <class Visible, class Extra>
-  [[gnu::always_inline]] bool split_drawn(field_lanes u, field_lanes random, unsigned char* vbytes,
-                                          unsigned char* ebytes) {
+  [[gnu::always_inline]] bool split_run(std::uint64_t at, const float* values, std::size_t count,
+                                        unsigned char* vbytes, unsigned char* ebytes) {
+    bool coded = true;
+    // Whole registers with the constant count (single-instruction loads and stores), then the tail.
+    const auto whole_register = [&](std::size_t r, field_lanes random) __attribute__((always_inline)) {
+      const std::size_t j = r * field_lane_count;
+      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + j, field_lane_count);
+      coded = split_register<Visible, Extra>(u, random, field_lane_count, vbytes + j * sizeof(Visible),
+                                             ebytes + j * sizeof(Extra)) &&
+              coded;
+    };
+    const std::size_t whole = count / field_lane_count, rest = count % field_lane_count;
+    const std::uint64_t first = first_draw_ + at;
+    if (!stochastic_) {
+      for (std::size_t r = 0; r < whole; ++r) whole_register(r, field_lanes{});
+    } else if (first % field_lane_count == 0) {
+      draw_.aligned_run(first, whole, whole_register);
+    } else {
+      for (std::size_t r = 0; r < whole; ++r) whole_register(r, draw_(first + r * field_lane_count));
+    }
+    if (rest != 0) {
+      const std::size_t j = whole * field_lane_count;
+      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + j, rest);
+      const field_lanes random = stochastic_ ? draw_(first + j) : field_lanes{};
+      coded = split_register<Visible, Extra>(u, random, rest, vbytes + j * sizeof(Visible), ebytes + j * sizeof(Extra)) &&
+              coded;
+    }
+    return coded;
+  }
+
+ private:
+#if defined(__AVX512F__)
+  /// Lanes as a mask register: the AVX-512 forms add a stochastic split's flags under a mask.
+  using lane_mask = __mmask16;
+#else
+  /// Lanes as all ones (set) or zero.
+  using lane_mask = field_lanes;
+#endif
+
+  /// The lanes where a > b, as unsigned words.
+  [[gnu::always_inline]] static lane_mask lanes_above(field_lanes a, field_lanes b) {
+#if defined(__AVX512F__)
+    return _mm512_cmpgt_epu32_mask(std::bit_cast<__m512i>(a), std::bit_cast<__m512i>(b));
+#else
+    return minifloat::detail::select(a > b, ~field_lanes{}, field_lanes{});
+#endif
+  }
+
+  /// Splits `count` (at most field_lane_count) floats u with their words `random` into the fields
+  /// at vbytes and ebytes: a whole register by the form's processor conversions where it takes
+  /// the register (hardware_binary16, scaled_binary16), else by fields(). False, storing nothing,
+  /// where a float has no code in R.
+  template <class Visible, class Extra>
+  [[gnu::always_inline]] bool split_register(field_lanes u, field_lanes random, std::size_t count,
+                                             unsigned char* vbytes, unsigned char* ebytes) {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if constexpr (Form == pair_form::hardware_binary16) {
+      if (count == field_lane_count && in_plain_range(u)) {
+        store_binary16(u, stochastic_ ? rounds_away(u, random) : 0, vbytes, ebytes);
+        return true;
+      }
+    }
     if constexpr (Form == pair_form::scaled_binary16) {
       const __m512 x = std::bit_cast<__m512>(u);
       // vfpclassps categories: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80 signalling NaN.
-      if (_mm512_fpclass_ps_mask(x, 0x99) != 0) return false;
-      scaled_.split(x, rounds_up_mask(u, random, in_plain_range(u)), vbytes, ebytes);
-      return true;
-    } else {
-      if (!in_plain_range(u)) return false;
-      const __mmask16 up = plain_rounds_up_mask(u, random);
-      if constexpr (Form == pair_form::hardware_binary16) {
-        store_binary16(u, up, vbytes, ebytes);
-      } else {
-        // float_prefix: h one code up and the field's flag set where the rounding goes away from
-        // zero.
-        __m512i h, e;
-        prefix_fields(std::bit_cast<__m512i>(u), h, e);
-        h = _mm512_mask_sub_epi32(h, up, h, _mm512_maskz_set1_epi32(minifloat::detail::all_lanes16, -1));
-        e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
-        store_fields<Visible>(vbytes, std::bit_cast<field_lanes>(h), field_lane_count);
-        store_fields<Extra>(ebytes, std::bit_cast<field_lanes>(e), field_lane_count);
+      if (count == field_lane_count && _mm512_fpclass_ps_mask(x, 0x99) == 0) {
+        scaled_.split(x, stochastic_ ? rounds_away(u, random) : 0, vbytes, ebytes);
+        return true;
       }
-      return true;
     }
-  }
-  /// The split of a whole register by the form's processor conversions (hardware_binary16,
-  /// scaled_binary16), the fields stored at vbytes and ebytes; false, storing nothing, for the
-  /// other forms and the registers these leave to the general path.
-  [[gnu::always_inline]] bool split_register(field_lanes u, std::uint64_t at, unsigned char* vbytes,
-                                             unsigned char* ebytes) {
-    if constexpr (Form == pair_form::hardware_binary16) return split_binary16(u, at, vbytes, ebytes);
-    if constexpr (Form == pair_form::scaled_binary16) return split_scaled_binary16(u, at, vbytes, ebytes);
-    return false;
-  }
-  /// pair_form::scaled_binary16's split of the floats u (element `at` in lane 0) into 16 visible
-  /// codes at vbytes and extra bytes at ebytes; false, storing nothing, where a lane is NaN or Inf.
-  [[gnu::always_inline]] bool split_scaled_binary16(field_lanes u, std::uint64_t at, unsigned char* vbytes,
-                                                    unsigned char* ebytes) {
-    if (stochastic_ && !successor_codes_) return false;
-    const __m512 x = std::bit_cast<__m512>(u);
-    // vfpclassps categories: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80 signalling NaN.
-    if (_mm512_fpclass_ps_mask(x, 0x99) != 0) return false;
-    const __mmask16 up = stochastic_ ? drawn_up_mask(u, at) : 0;
-    scaled_.split(x, up, vbytes, ebytes);
+#endif
+    field_lanes h, e;
+    if (!fields(u, random, h, e)) return false;
+    store_fields<Visible>(vbytes, h, count);
+    store_fields<Extra>(ebytes, e, count);
     return true;
   }
-#endif
-  /// The fields (h, e) of the floats whose bits are u, element index `at` (of the split's
-  /// numbering) in lane 0; false when one has no code in the restored format (then h and e are
-  /// not set).
-  [[gnu::always_inline]] bool operator()(field_lanes u, std::uint64_t at, field_lanes& h, field_lanes& e) {
+
+  /// The fields (h, e) of the floats whose bits are u, with their words `random` (read by a
+  /// stochastic split only); false when one has no code in the restored format (then h and e
+  /// are not set).
+  [[gnu::always_inline]] bool fields(field_lanes u, field_lanes random, field_lanes& h, field_lanes& e) {
     namespace core = minifloat::detail;
     using src = source_layout<float>;
 #if defined(__AVX512F__)
@@ -840,14 +767,8 @@ class pair_splitter {
         const field_lanes wide = rebiased_.codes(u);
         h = wide >> kept_;
         e = wide & kept_mask_;
-        if (stochastic_) {
-          if (successor_codes_) {  // every lane finite here
-            take_rounded_up(drawn_up(u, at), h, e);
-          } else {
-            // The stochastic h is a value of the visible format: R's code shifted right by n.
-            take_drawn(rebiased_.codes(rounded(u, draw_(first_draw_ + at))) >> kept_, h, e);
-          }
-        }
+        // The rebiased forms' formats (subnormals, ieee, nan_only or all_finite) have successor codes.
+        if (stochastic_) take_rounded_up(rounds_away(u, random), h, e);
         return true;
       }
     }
@@ -860,12 +781,14 @@ class pair_splitter {
       // where the general form below takes two shifts by scalar counts, two each, and seven for
       // the NaN and Inf lanes).
       const __m512i x = std::bit_cast<__m512i>(u);
-      if (successor_codes_ && _mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) == 0) {
-        __m512i hv, ev;
-        prefix_fields(x, hv, ev);
-        h = std::bit_cast<field_lanes>(hv);
-        e = std::bit_cast<field_lanes>(ev);
-        if (stochastic_) take_rounded_up(drawn_up(u, at), h, e);
+      if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) == 0) {
+        // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
+        // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
+        const __mmask16 all = core::all_lanes16;
+        h = std::bit_cast<field_lanes>(_mm512_maskz_srli_epi32(all, x, 16));
+        e = std::bit_cast<field_lanes>(_mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_));
+        // bfloat16 has successor codes.
+        if (stochastic_) take_rounded_up(rounds_away(u, random), h, e);
         return true;
       }
     }
@@ -887,138 +810,87 @@ class pair_splitter {
     const field_lanes truncated = wide >> kept_;
     h = truncated;
     e = wide & kept_mask_;
-    if (stochastic_) {
-      const field_lanes not_finite = core::select((u & src::abs_mask) >= src::inf_bits, ~field_lanes{}, field_lanes{});
-      // NaN and Inf are not rounded (saturation would).
-      if (successor_codes_) {
-        take_rounded_up(drawn_up(u, at) & ~not_finite, h, e);
-      } else {
-        const field_lanes rounded = this->rounded(u, draw_(first_draw_ + at));
-        // A bfloat16 value's code is its float bits' top half.
-        field_lanes drawn;
-        if constexpr (Form == pair_form::float_prefix) drawn = rounded >> 16;
-        else drawn = core::code_lanes(round_codec_, rounded);
-        take_drawn(core::select(not_finite != 0, truncated, drawn), h, e);
-      }
+    if (!stochastic_) return true;
+    // NaN and Inf are not rounded (saturation would).
+    const field_lanes magnitude = u & src::abs_mask;
+    if (successor_codes_) {
+      const lane_mask finite = lanes_above(field_lanes{} + src::inf_bits, magnitude);
+      take_rounded_up(rounds_away(u, random) & finite, h, e);
+      return true;
     }
+    // Formats whose stochastic code is not always the truncated code or its successor (fnuz,
+    // flushing formats): the core's stochastic code itself, its flag where it differs from h.
+    const field_lanes rounded = this->rounded(u, random);
+    field_lanes drawn;
+    if constexpr (Form == pair_form::float_prefix) drawn = rounded >> 16;  // a bfloat16 value's code: its top half
+    else drawn = core::code_lanes(round_codec_, rounded);
+    drawn = core::select(magnitude >= src::inf_bits, truncated, drawn);
+    e |= core::select(drawn != h, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
+    h = drawn;
     return true;
   }
 
- private:
-  /// The stochastic split's fields from the truncating split's (h, e) and the stochastic h's
-  /// codes: h becomes them, and e's flag says where they are one step from zero.
-  [[gnu::always_inline]] void take_drawn(field_lanes drawn, field_lanes& h, field_lanes& e) const {
-    e |= minifloat::detail::select(drawn != h, field_lanes{} + (std::uint32_t{1} << kept_), field_lanes{});
-    h = drawn;
-  }
-
-  /// Whether the stochastic rounding of plan p gives, for every finite float, the truncated
-  /// value or the next one away from zero, whose code is the truncated code plus one: codes of
-  /// one sign are consecutive across binades (reconstruct_block's rule), and no zero, flush or
-  /// sign rule of the format (fnuz, flushing, E8M0) moves a result elsewhere.
-  static bool successor_codes(const rounding_plan<float>& p) { return p.keeps_signed_grid(); }
-  /// All ones in the lanes where `rounded` (u's stochastic rounding, finite u) lies farther from
-  /// zero than u, which is where the stochastic code is the truncated code's successor (above).
-  /// Rounding keeps the sign (or makes -0 +0, which never lies farther), so the unsigned order of
-  /// the bits is the order of the magnitudes.
-  [[gnu::always_inline]] static field_lanes farther_from_zero(field_lanes u, field_lanes rounded) {
-    return minifloat::detail::select(rounded > u, ~field_lanes{}, field_lanes{});
-  }
   /// The stochastic split's fields from the truncating split's (h, e) and the lanes that round
-  /// away from zero (all ones there).
-  [[gnu::always_inline]] void take_rounded_up(field_lanes up, field_lanes& h, field_lanes& e) const {
+  /// away from zero: there h is the truncated code's successor (codes of one sign are
+  /// consecutive across binades: reconstruct_block's rule) and the field's flag is set.
+  [[gnu::always_inline]] void take_rounded_up(lane_mask up, field_lanes& h, field_lanes& e) const {
+#if defined(__AVX512F__)
+    const __m512i hv = std::bit_cast<__m512i>(h), ev = std::bit_cast<__m512i>(e);
+    h = std::bit_cast<field_lanes>(_mm512_mask_sub_epi32(hv, up, hv, _mm512_set1_epi32(-1)));
+    e = std::bit_cast<field_lanes>(_mm512_mask_or_epi32(ev, up, ev, field_flag_lanes_));
+#else
     h -= up;
     e |= up & (std::uint32_t{1} << kept_);
-  }
-  /// rounds_up for the floats u (element `at` in lane 0) with their draws: draw_tile's batch
-  /// when it has decided them, else now.
-  [[gnu::always_inline]] field_lanes drawn_up(field_lanes u, std::uint64_t at) {
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if constexpr (mask_flags) return std::bit_cast<field_lanes>(_mm512_movm_epi32(drawn_up_mask(u, at)));
 #endif
-    if (tile_drawn_) return tile_rounded_up_[at / field_lane_count % tile_draw_registers];
-    return rounds_up(u, draw_(first_draw_ + at), in_plain_range(u));
   }
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  /// Whether the form's register split adds the flags under a mask (hardware_binary16,
-  /// scaled_binary16): draw_tile then keeps them as mask registers, with no vector of all-ones
-  /// lanes to make and no vector to turn back into a mask.
-  static constexpr bool mask_flags = Form == pair_form::hardware_binary16 || Form == pair_form::scaled_binary16;
-  /// drawn_up as a mask register, for the mask_flags forms.
-  [[gnu::always_inline]] __mmask16 drawn_up_mask(field_lanes u, std::uint64_t at) {
-    if (tile_drawn_) return tile_up_masks_[at / field_lane_count % tile_draw_registers];
-    return rounds_up_mask(u, draw_(first_draw_ + at), in_plain_range(u));
-  }
-  /// rounds_up as a mask register.
-  [[gnu::always_inline]] __mmask16 rounds_up_mask(field_lanes u, field_lanes random, bool plain) {
-    if (plain) return plain_rounds_up_mask(u, random);
-    if (__mmask16 up; below_top_decision(u, random, up)) return up;
-    return _mm512_movepi32_mask(std::bit_cast<__m512i>(rounds_up(u, random, false)));
-  }
-#endif
+
+  /// The one stochastic decision: the lanes where stochastic rounding of the floats u with the
+  /// words `random` (the core's rounding to the visible format, saturating) lies farther from
+  /// zero than u, for a format with successor codes (where that rounding gives the truncated
+  /// value or the next one away from zero, whose code is the truncated code plus one). What a
+  /// NaN or Inf lane gets is unspecified (the callers leave those lanes out).
+  ///  - A register whose lanes are all zero or in the visible format's normal binades below its
+  ///    top one (in_plain_range) asks whether the core's plain rounding carries
+  ///    (plain_stochastic_carries) without rounding: no rounding there reaches the saturation,
+  ///    and the carry is what rounds away from zero. On AVX-512 its fraction, the d dropped bits
+  ///    moved to the top, is one shift by a vector of counts (d >= 1: the visible format keeps
+  ///    fewer than float's 23 mantissa bits), compared with the core's threshold
+  ///    (stochastic_threshold) straight into a mask register.
+  ///  - Below the top binade, on AVX-512, the stochastic float form's decision without its result
+  ///    (registers that mix the visible format's subnormals and normals, as e4m3's weights do).
+  ///  - Elsewhere the core's rounded value compared with u: rounding keeps the sign (or makes -0
+  ///    +0, which never lies farther), so the unsigned order of the bits is the order of the
+  ///    magnitudes.
+  [[gnu::always_inline]] lane_mask rounds_away(field_lanes u, field_lanes random) {
+    namespace core = minifloat::detail;
+    if (in_plain_range(u)) {
 #if defined(__AVX512F__)
-  /// For a register below the visible format's top binade, with the stochastic float form
-  /// (registers that mix the visible format's subnormals and normals, as e4m3's weights do):
-  /// that form's decision without its result, in `up`; false, setting nothing, elsewhere.
-  [[gnu::always_inline]] bool below_top_decision(field_lanes u, field_lanes random, __mmask16& up) const {
-    if (!round_float_add_) return false;
-    const field_lanes a = u & source_layout<float>::abs_mask;
-    if (minifloat::detail::any_lane_at_least(a, top_binade_bits_)) return false;
-    up = minifloat::detail::stochastic_float_decide(round_, a, random).up;
-    return true;
-  }
+      const __m512i fraction =
+          _mm512_maskz_sllv_epi32(core::all_lanes16, std::bit_cast<__m512i>(u), plain_fraction_shift_);
+      return _mm512_cmplt_epu32_mask(std::bit_cast<__m512i>(core::stochastic_threshold(round_, random)), fraction);
+#else
+      return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
 #endif
+    }
+#if defined(__AVX512F__)
+    if (round_float_add_) {
+      const field_lanes a = u & source_layout<float>::abs_mask;
+      if (!core::any_lane_at_least(a, top_binade_bits_)) return core::stochastic_float_decide(round_, a, random).up;
+    }
+#endif
+    return lanes_above(rounded(u, random), u);
+  }
+
   /// With plain_carries_, whether every lane of u is zero or in the visible format's normal
   /// binades below its top one (else false).
   [[gnu::always_inline]] bool in_plain_range(field_lanes u) const {
     return plain_carries_ && minifloat::detail::zero_or_within(u << 1, normal2_, below_top_span2_);
   }
-  /// All ones in the lanes where stochastic rounding of u with the words `random` moves away from
-  /// zero (so the stochastic code is the truncated code's successor); `plain`: in_plain_range(u).
-  /// A plain register asks the core whether plain rounding carries (plain_stochastic_carries)
-  /// without rounding: no rounding there reaches the saturation, and the carry is what rounds
-  /// away from zero.
-  [[gnu::always_inline]] field_lanes rounds_up(field_lanes u, field_lanes random, bool plain) {
-    namespace core = minifloat::detail;
-#if defined(__AVX512DQ__)
-    if (plain) return std::bit_cast<field_lanes>(_mm512_movm_epi32(plain_rounds_up_mask(u, random)));
-#endif
-    if (plain) return core::select(core::plain_stochastic_carries(round_, u, random), ~field_lanes{}, field_lanes{});
-#if defined(__AVX512F__)
-    // Likewise, below the top binade, the stochastic float form's decision without its result.
-    if (__mmask16 up; below_top_decision(u, random, up))
-      return std::bit_cast<field_lanes>(_mm512_maskz_set1_epi32(up, -1));
-#endif
-    return farther_from_zero(u, rounded(u, random));
-  }
-#if defined(__AVX512DQ__)
-  /// float_prefix's truncated fields of the floats whose bits are x (no NaN or Inf lanes): h the
-  /// top half, e the next n bits, the second shift by a vector of counts (one micro-op; two for
-  /// a scalar count).
-  [[gnu::always_inline]] void prefix_fields(__m512i x, __m512i& h, __m512i& e) const {
-    // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
-    // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
-    const __mmask16 all = minifloat::detail::all_lanes16;
-    h = _mm512_maskz_srli_epi32(all, x, 16);
-    e = _mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_);
-  }
-  /// rounds_up of a plain register as a mask register: plain_stochastic_carries' fraction, the d
-  /// dropped bits moved to the top, in one shift by a vector of counts (vpsllvd, one micro-op;
-  /// the two shifts by a scalar count there take three): d >= 1, since the visible format keeps
-  /// fewer than float's 23 mantissa bits. Compared with the core's threshold into a mask
-  /// (stochastic_rounds_away's vector of -1/0 costs two more instructions where a mask is wanted).
-  [[gnu::always_inline]] __mmask16 plain_rounds_up_mask(field_lanes u, field_lanes random) const {
-    namespace core = minifloat::detail;
-    const __m512i fraction =
-        _mm512_maskz_sllv_epi32(core::all_lanes16, std::bit_cast<__m512i>(u), plain_fraction_shift_);
-    return _mm512_cmplt_epu32_mask(std::bit_cast<__m512i>(core::stochastic_threshold(round_, random)), fraction);
-  }
-#endif
+
   /// u rounded stochastically to the visible format (saturating) with the words `random`, the
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
   /// or in the format's normal range takes round_bits' single-binade form directly, which costs
-  /// fewer instructions than round_lanes' stochastic float form (measured faster on the SGD
-  /// fp16+8 and bf16+8 stochastic steps).
+  /// fewer instructions than round_lanes' stochastic float form.
   [[gnu::always_inline]] field_lanes rounded(field_lanes u, field_lanes random) {
     namespace core = minifloat::detail;
     if (plain_first_ && core::plain_register(round_, u << 1))
@@ -1026,34 +898,50 @@ class pair_splitter {
     return core::round_lanes<rounding::stochastic, false>(round_, u, random, unused_, ~field_lanes{}, round_float_add_);
   }
 
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  /// pair_form::hardware_binary16's split of a register u in in_plain_range into 16 binary16
+  /// codes at vbytes and extra bytes at ebytes, given the lanes `up` that a stochastic split
+  /// rounds away from zero (none for a truncating one).
+  [[gnu::always_inline]] void store_binary16(field_lanes u, __mmask16 up, unsigned char* vbytes,
+                                             unsigned char* ebytes) const {
+    const __m512i x = std::bit_cast<__m512i>(u);
+    __m256i h =
+        _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
+    // The next n bits below h's last one; the byte store drops the bits above.
+    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, binary16_field_shift_);
+    if (stochastic_) {
+      // A flag: h one code up, the field's bit 7 set (its low 7 bits are the float's).
+      h = _mm256_mask_sub_epi16(h, up, h, minus_one16_);
+      e = _mm512_and_si512(e, kept_mask_lanes_);
+      e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
+    }
+    std::memcpy(vbytes, &h, sizeof h);
+    const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
+    std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
+  }
+#endif
+
   rounding_plan<float> truncate_, round_;
   minifloat::detail::codec_plan<float> truncate_codec_, round_codec_;
   bool truncate_float_add_, round_float_add_, stochastic_, clamp_, finite_only_, plain_first_, successor_codes_,
       plain_carries_;
-  std::uint32_t normal2_, below_top_span2_;  ///< rounds_up's bounds, as float bits shifted left once
+  std::uint32_t normal2_, below_top_span2_;  ///< in_plain_range's bounds, as float bits shifted left once
   std::uint32_t top_binade_bits_;            ///< the visible format's top binade's first value
   int kept_;
   std::uint32_t kept_mask_, limit_bits_;
   std::uint64_t first_draw_;
   minifloat::detail::lane_random<field_lanes> draw_;
-  static constexpr std::size_t tile_draw_registers = tile_draw_values / field_lane_count;
-  bool tile_drawn_ = false;  ///< whether draw_tile has decided the flags of the floats the next calls split
-  unsigned tile_plain_ = 0;  ///< draw_tile's registers that were in_plain_range, bit r for register r
-  field_lanes tile_rounded_up_[tile_draw_registers];
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  __mmask16 tile_up_masks_[tile_draw_registers];  ///< draw_tile's flags for the mask_flags forms
-#endif
   minifloat::detail::lane_counts<field_lanes> unused_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
+  // Constants as registers made once: GCC rebuilt them every register (a move and a broadcast,
+  // or a compare) where they were written in the loop.
+  __m512i plain_fraction_shift_;  ///< 32 - d: rounds_away's plain fraction
+  __m512i field_flag_lanes_;      ///< 1 << kept_: a stochastic field's flag
 #endif
 #if defined(__AVX512DQ__)
-  // Constants as registers made once: GCC rebuilt 0x7F and -1 every register (a move and a
-  // broadcast, or a compare) where they were written in the loop.
   __m512i prefix_shift_;          ///< 16 - n in every lane: float_prefix's shift of the extra field
-  __m512i plain_fraction_shift_;  ///< 32 - d: rounds_up's plain fraction
-  __m512i kept_mask_lanes_;       ///< kept_mask_: a stochastic field below its flag
-  __m512i field_flag_lanes_;      ///< 1 << kept_: a stochastic field's flag
+  __m512i kept_mask_lanes_;       ///< kept_mask_: a field below its flag
   __m512i binary16_field_shift_;  ///< 13 - n: hardware_binary16's extra field from the float's bits
   __m256i minus_one16_;           ///< -1 in every 16-bit lane: hardware_binary16's h one code up
 #endif
@@ -1085,40 +973,8 @@ template <class Visible, class Extra, pair_form Form>
   unsigned char visible[block_values * sizeof(Visible)], extra[block_values * sizeof(Extra)];
   for (std::size_t start = 0; start < x.size(); start += block_values) {
     const std::size_t m = std::min(block_values, x.size() - start);
-    const auto split_at = [&](std::size_t i, std::size_t count) {
-      const field_lanes u = minifloat::detail::load_lanes<field_lanes>(x.data() + start + i, count);
-      unsigned char* const vbytes = visible + i * sizeof(Visible);
-      unsigned char* const ebytes = extra + i * sizeof(Extra);
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-      if (count == field_lane_count && split.split_register(u, start + i, vbytes, ebytes)) return true;
-#endif
-      field_lanes h, e;
-      if (!split(u, start + i, h, e)) return false;
-      store_fields<Visible>(vbytes, h, count);
-      store_fields<Extra>(ebytes, e, count);
-      return true;
-    };
-    // Whole registers with the constant count (single-instruction loads and stores), then the
-    // tail, as in reconstruct_fields below.
-    const std::size_t whole = m / field_lane_count * field_lane_count;
-    bool coded = true;
-    std::size_t i = 0;
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    // A stochastic split of the forms that have it goes a whole tile at a time, drawn, decided
-    // and split in one loop, as an optimizer step stores its tiles (split_tile: same bits).
-    if constexpr (pair_splitter<Form>::drawn_tile_form) {
-      constexpr std::size_t tile = pair_splitter<Form>::tile_draw_values;
-      for (; coded && i + tile <= whole; i += tile) {
-        const auto other = [&](std::size_t j) { coded = split_at(i + j, field_lane_count) && coded; };
-        if (!split.template split_tile<Visible, Extra>(start + i, x.data() + start + i, visible + i * sizeof(Visible),
-                                                       extra + i * sizeof(Extra), other))
-          break;
-      }
-    }
-#endif
-    for (; coded && i < whole; i += field_lane_count) coded = split_at(i, field_lane_count);
-    if (coded && whole < m) coded = split_at(whole, m - whole);
-    if (!coded) throw_uncoded(x.subspan(start, m), sp.truncate, first + start);
+    if (!split.template split_run<Visible, Extra>(start, x.data() + start, m, visible, extra))
+      throw_uncoded(x.subspan(start, m), sp.truncate, first + start);
     std::memcpy(vbytes + start * sizeof(Visible), visible, m * sizeof(Visible));
     std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
   }
@@ -1142,10 +998,10 @@ template <class Visible, class Extra, pair_form Form>
   if (whole < out.size()) restore_at(whole, out.size() - whole);
 }
 
-/// The weights of a byte_field_layout seen a register at a time in place: load(i, count, out)
-/// is reconstruct's values of pairs [i, i + count), store(i, count, in) stores values as
-/// split_into does (count <= field_lane_count). An optimizer's loop reads and writes the fields
-/// through it a small tile at a time (no chunk passes over separate arrays).
+/// The weights of a byte_field_layout seen a tile at a time in place: load_tile(i, count, out)
+/// is reconstruct's values of pairs [i, i + count), store_tile(i, count, in) stores values as
+/// split_into does. An optimizer's loop reads and writes the fields through it a small tile at a
+/// time (no chunk passes over separate arrays).
 template <class Visible, class Extra, pair_form Form>
 class byte_field_weights {
  public:
@@ -1163,22 +1019,8 @@ class byte_field_weights {
     restore_.template restore_fields<Visible, Extra>(visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra), count,
                                                      out);
   }
-  /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
-  /// an all_finite format: a step checks that first).
-  [[gnu::always_inline]] void store(std::size_t i, std::size_t count, const float* in) {
-    const field_lanes u = minifloat::detail::load_lanes<field_lanes>(in, count);
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if (count == lanes && split_.split_register(u, i, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra)))
-      return;
-#endif
-    field_lanes h, e;
-    if (!split_(u, i, h, e)) throw_uncoded(std::span<const float>(in, count), truncate_, i);
-    store_fields<Visible>(visible_ + i * sizeof(Visible), h, count);
-    store_fields<Extra>(extra_ + i * sizeof(Extra), e, count);
-  }
-
   /// The most weights one load_tile or store_tile takes (an optimizer's tile).
-  static constexpr std::size_t tile_values = pair_splitter<Form>::tile_draw_values;
+  static constexpr std::size_t tile_values = pair_splitter<Form>::tile_values;
   /// Requests the fields of the tile_values weights from i (those below size()) for writing
   /// (prefetchw): a step reads them and rewrites them in place.
   [[gnu::always_inline]] void prefetch_tile(std::size_t i) const {
@@ -1187,11 +1029,10 @@ class byte_field_weights {
     minifloat::detail::prefetch_range<true>(extra_, i * sizeof(Extra), tile_values * sizeof(Extra),
                                             size_ * sizeof(Extra));
   }
-  /// load() over weights [i, i + count), count <= tile_values (i a multiple of it), and store()
-  /// over them after a stochastic layout's rounding of the tile in one batch
-  /// (pair_splitter::draw_tile). Inlined into one tile loop per layout kind
-  /// (storage::detail::step_tiles), which holds the object as a local so that GCC knows the
-  /// field stores through byte pointers leave its constants alone.
+  /// The restored weights [i, i + count), count <= tile_values (i a multiple of it), into out,
+  /// and in stored over them as split_into does (pair_splitter::split_run). Inlined into one tile
+  /// loop per layout kind (storage::detail::step_tiles), which holds the object as a local so
+  /// that GCC knows the field stores through byte pointers leave its constants alone.
   [[gnu::always_inline]] void load_tile(std::size_t i, std::size_t count, float* out) const {
     if (count == tile_values) {  // whole tiles: full registers, a constant trip count
       for (std::size_t j = 0; j < tile_values; j += lanes) load(i + j, lanes, out + j);
@@ -1199,19 +1040,12 @@ class byte_field_weights {
     }
     for (std::size_t j = 0; j < count; j += lanes) load(i + j, std::min(lanes, count - j), out + j);
   }
+  /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
+  /// an all_finite format: a step checks that first).
   [[gnu::always_inline]] void store_tile(std::size_t i, std::size_t count, const float* in) {
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if (count == tile_values &&
-        split_.template split_tile<Visible, Extra>(i, in, visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra),
-                                                   [&](std::size_t j) { store(i + j, lanes, in + j); }))
-      return;
-#endif
-    split_.draw_tile(i, in, count);
-    if (count == tile_values) {
-      for (std::size_t j = 0; j < tile_values; j += lanes) store(i + j, lanes, in + j);
-      return;
-    }
-    for (std::size_t j = 0; j < count; j += lanes) store(i + j, std::min(lanes, count - j), in + j);
+    if (!split_.template split_run<Visible, Extra>(i, in, count, visible_ + i * sizeof(Visible),
+                                                   extra_ + i * sizeof(Extra)))
+      throw_uncoded(std::span<const float>(in, count), truncate_, i);
   }
 
  private:
