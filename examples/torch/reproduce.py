@@ -19,6 +19,7 @@ Usage:
   ... reproduce.py --list                                  # every planned run and whether it is done
   ... reproduce.py --run --parts pilot                     # the pilot
   ... reproduce.py --run                                   # the powered design (every part)
+  ... memory_crosscheck.py --out results/torch/memory-crosscheck.json   # the hooks' bytes against the allocators'
 """
 
 from __future__ import annotations
