@@ -234,9 +234,10 @@ def quantize(x, fmt, rounding="nearest_even", overflow=None, seed=0, index=0, ra
         raise ValueError(f"{who}: axis, scale_rule and tensor_scale are for block formats; {fmt!r} is not one")
     overflow = "infinity" if overflow is None else overflow
     if _traced(x) and out is None:
-        rounding_options(who, rounding, overflow, seed, index, random_bits)  # the plain-Python checks
-        args = (x.detach(), _format_name(fmt, who), rounding, overflow, _custom_ops.to_signed(seed),
-                _custom_ops.to_signed(index), random_bits)
+        if x.dtype not in (torch.float32, torch.float64) and (x.dtype in interop._TORCH
+                                                              or x.dtype == interop.TORCH_FP4_X2):
+            x = torch.ops.minifloat.decode(x, None, torch.float32)  # low-precision values: exactly float32 first
+        args = _operator_args(x.detach(), fmt, rounding, overflow, seed, index, random_bits, who)
         if not stats:
             return torch.ops.minifloat.quantize(*args)
         y, counts = torch.ops.minifloat.quantize_with_stats(*args)
@@ -248,9 +249,7 @@ def quantize_(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, inde
     """quantize in place: x is overwritten (and returned). Nothing is written when an argument is bad."""
     who = "minifloat.quantize_"
     if _traced(x) and not stats:
-        rounding_options(who, rounding, overflow, seed, index, random_bits)
-        torch.ops.minifloat.quantize_(x, _format_name(fmt, who), rounding, overflow, _custom_ops.to_signed(seed),
-                                      _custom_ops.to_signed(index), random_bits)
+        torch.ops.minifloat.quantize_(*_operator_args(x, fmt, rounding, overflow, seed, index, random_bits, who))
         return x
     return _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, None, stats, True)
 
@@ -561,4 +560,5 @@ def gecko_decompress(buffer, shape=None):
 
 
 from . import _custom_ops  # noqa: E402  (registers the operators, which call the functions above)
+from ._custom_ops import operator_args as _operator_args  # noqa: E402  (a function: no aliasing guard under torch.compile)
 from . import blocks as _blocks  # noqa: E402  (blocks.py builds on the functions above)

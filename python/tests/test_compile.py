@@ -8,9 +8,11 @@ import torch
 from torch import nn
 
 import minifloat as mf
+from minifloat._custom_ops import CPU_KERNELS_IN_CPP, operator_args
 
 
 def same_bits(a, b):
+    a, b = a.contiguous(), b.contiguous()
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
@@ -29,9 +31,10 @@ def test_quantize_compiles_without_a_graph_break_and_gives_eagers_bits(rounding)
     assert same_bits(compiled(fn)(x), fn(x))
 
 
-def test_quantize_with_a_format_name_and_stats_inside_a_compiled_graph():
+def test_quantize_with_stats_operator_inside_a_compiled_graph():
     def fn(x):
-        return torch.ops.minifloat.quantize_with_stats(x, "e5m2", "nearest_even", "infinity", 0, 0, 0)
+        return torch.ops.minifloat.quantize_with_stats(*operator_args(x, "e5m2", "nearest_even", "infinity", 0, 0, 0,
+                                                                     "test"))
 
     x = torch.randn(1000) * 1e5
     y, counts = compiled(fn)(x)
@@ -105,7 +108,7 @@ def test_fake_implementations_give_shapes_and_dtypes_and_check_arguments():
         with pytest.raises(ValueError, match="rounding"):
             mf.quantize(x, mf.e4m3, rounding="sideways")
         with pytest.raises(ValueError):
-            torch.ops.minifloat.quantize(x, "e4m3", "stochastic", "infinity", 0, 0, 99)
+            torch.ops.minifloat.quantize(x, [4, 3, 7, 1, 1], mf.ROUNDING.index("stochastic"), 1, 0, 0, 99)
     meta = torch.empty(5, device="meta")
     assert mf.quantize(meta, "e5m2").device.type == "meta"
 
@@ -132,3 +135,56 @@ def test_block_formats_through_quantize_compile_and_match_eager(fmt, rule):
 def test_quantize_refuses_block_arguments_for_a_scalar_format():
     with pytest.raises(ValueError, match="block formats"):
         mf.quantize(torch.ones(4), "e4m3", axis=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("fmt, rounding, overflow", [("e4m3", "nearest_even", "saturate"),
+                                                     ("e5m2", "stochastic", "infinity"),
+                                                     ("e2m1", "toward_zero", "saturate"),
+                                                     ("e8m0", "nearest_away", "infinity"),
+                                                     ("bf16", "to_odd", "infinity")])
+def test_rounding_operators_give_the_eager_bits_and_counts(dtype, fmt, rounding, overflow):
+    """The operators' CPU kernels (C++ where _torch_ops.so was built, else Python) against the
+    eager path, on a strided tensor with specials, over more than one piece of work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        check_rounding_operators(dtype, fmt, rounding, overflow)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def check_rounding_operators(dtype, fmt, rounding, overflow):
+    x = (torch.randn(3, 70001, dtype=dtype) * 300)[:, ::2]
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0], dtype=dtype)
+    args = operator_args(x, fmt, rounding, overflow, 2**64 - 7, 11, 0, "test")
+    want, stats = mf.quantize(x, fmt, rounding, overflow, seed=2**64 - 7, index=11, stats=True)
+    assert same_bits(torch.ops.minifloat.quantize(*args), want)
+    y, counts = torch.ops.minifloat.quantize_with_stats(*args)
+    assert same_bits(y, want) and counts.tolist() == list(stats)
+    z = x.clone()
+    torch.ops.minifloat.quantize_(z, *args[1:])
+    zs = x.clone()[:, ::3]
+    torch.ops.minifloat.quantize_(zs, *args[1:])
+    assert same_bits(z, want) and same_bits(zs, mf.quantize(x.clone()[:, ::3], fmt, rounding, overflow,
+                                                            seed=2**64 - 7, index=11))
+
+
+def test_rounding_operators_refuse_bad_arguments_and_leave_the_input():
+    x = torch.randn(16)
+    before = x.clone()
+    key = [4, 3, 7, 1, 1]
+    for bad, match in [(([4, 3, 7, 1, 9], 0, 0, 0, 0, 0), "specials"), ((key, 99, 0, 0, 0, 0), "rounding"),
+                       ((key, 0, 5, 0, 0, 0), "overflow"), ((key, 3, 0, 0, 0, 70), "random_bits"),
+                       (([40, 3, 7, 1, 1], 0, 0, 0, 0, 0), "format")]:
+        with pytest.raises(ValueError, match=match):
+            torch.ops.minifloat.quantize_(x, *bad)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        torch.ops.minifloat.quantize(x.to(torch.int32), key, 0, 0, 0, 0, 0)
+    assert torch.equal(x, before)
+
+
+def test_the_cpu_kernels_are_the_compiled_ones_where_torch_ops_was_built():
+    import pathlib
+    built = (pathlib.Path(mf.__file__).parent / "_torch_ops.so").exists()
+    assert CPU_KERNELS_IN_CPP == built
