@@ -1,8 +1,9 @@
 // bench/mca_kernels.cpp — the library's hot loops, each reachable from a named extern "C"
 // function, for bench/mca_hot_loops.sh: it compiles this file to assembly for one -march, finds
 // each function's innermost vector loop and hands it to llvm-mca. Nothing here runs; the functions
-// only pin down which template instances the compiler emits (the loops themselves live in
-// bulk.hpp's float_add_run / stochastic_run / hardware_run and in split.hpp's tile loops, which
+// only pin down which template instances the compiler emits (the loops themselves live in the
+// backends' float_add_run (backends/float_arithmetic.hpp) and hardware_run
+// (backends/hardware_conversion.hpp), bulk.hpp's stochastic_run and split.hpp's tile loops, which
 // these calls reach).
 #include <cstddef>
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -727,4 +728,112 @@ TEST_CASE("bulk counting finds underflows and overflows exactly at their boundar
     }
   }
   CHECK(spans == 5 * 2 * 3 * 2 * 2);
+}
+
+namespace {
+
+/// N(0,1) values scaled by 2^-40..2^40 with NaN, Inf and float subnormals sprinkled in: registers
+/// for every path of every backend.
+std::vector<float> backend_data(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-40, 40);
+  std::vector<float> v(n);
+  for (auto& x : v) x = std::ldexp(normal(rng), exponent(rng));
+  for (std::size_t i = 0; i < n; i += 97) {
+    const float special[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+                             std::numeric_limits<float>::denorm_min() * 77.0f, -0.0f};
+    v[i] = special[(i / 97) % 4];
+  }
+  return v;
+}
+
+std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> b(v.size());
+  std::transform(v.begin(), v.end(), b.begin(), [](float x) { return to_bits(x); });
+  return b;
+}
+
+mf::rounding_options with_backend(mf::rounding mode, mf::backend_policy b) {
+  mf::rounding_options o{mode, mf::overflow::saturate, 0, 42};
+  o.backend = b;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the backend switch changes the chosen backend: a policy, or MINIFLOAT_REFERENCE_CORE in the environment",
+          "[bulk][backend]") {
+  using mf::detail::bulk_backend;
+  const auto chosen = [](const mf::format& f, mf::rounding mode, mf::backend_policy b) {
+    return mf::detail::choose_bulk_backend(mf::make_plan<float>(f, with_backend(mode, b)));
+  };
+  for (const mf::format& f : {mf::e4m3, mf::e5m2, mf::binary16, mf::bfloat16, mf::e2m1, mf::fp_4_3_4})
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
+                            mf::rounding::stochastic, mf::rounding::to_odd})
+      CHECK(chosen(f, mode, mf::backend_policy::reference_core) == bulk_backend::reference_core);
+  // The backends this build and CPU have (the project builds with -march=native).
+  bulk_backend e4m3_nearest = bulk_backend::reference_core, e4m3_stochastic = bulk_backend::reference_core,
+               binary16_nearest = bulk_backend::reference_core;
+#if defined(__AVX512F__)
+  e4m3_nearest = bulk_backend::float_arithmetic;
+  e4m3_stochastic = bulk_backend::stochastic_float;
+  binary16_nearest = bulk_backend::float_arithmetic;
+#if defined(__AVX512DQ__) && defined(__F16C__)
+  binary16_nearest = bulk_backend::f16c_conversion;
+#endif
+#endif
+  CHECK(chosen(mf::e4m3, mf::rounding::nearest_even, mf::backend_policy::fastest) == e4m3_nearest);
+  CHECK(chosen(mf::e4m3, mf::rounding::stochastic, mf::backend_policy::fastest) == e4m3_stochastic);
+  CHECK(chosen(mf::binary16, mf::rounding::nearest_even, mf::backend_policy::fastest) == binary16_nearest);
+  // The environment's switch: the ctest entries *_reference_core run this program with
+  // MINIFLOAT_REFERENCE_CORE=1, the plain entries without it.
+  const char* env = std::getenv("MINIFLOAT_REFERENCE_CORE");
+  const bool forced = env != nullptr && std::string(env) != "" && std::string(env) != "0";
+  INFO("MINIFLOAT_REFERENCE_CORE " << (env ? env : "(unset)"));
+  CHECK(chosen(mf::e4m3, mf::rounding::nearest_even, mf::backend_policy::from_environment) ==
+        (forced ? bulk_backend::reference_core : e4m3_nearest));
+  CHECK(chosen(mf::e4m3, mf::rounding::stochastic, mf::backend_policy::from_environment) ==
+        (forced ? bulk_backend::reference_core : e4m3_stochastic));
+}
+
+TEST_CASE("every backend gives the reference core's bits and counts: quantize, encode and block kernels",
+          "[bulk][backend]") {
+  const std::size_t n = (kSanitize ? 256 : 4096) * 16 + 11;
+  const std::vector<float> in = backend_data(n, 2718);
+  for (const mf::format& f : {mf::e4m3, mf::e5m2, mf::binary16, mf::bfloat16, mf::e2m1, mf::fp_4_3_4})
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::nearest_away, mf::rounding::toward_zero,
+                            mf::rounding::stochastic, mf::rounding::toward_positive, mf::rounding::to_odd}) {
+      INFO(mf::to_string(f) << " mode " << static_cast<int>(mode));
+      std::vector<float> fast(n), reference(n);
+      mf::rounding_stats fast_stats, reference_stats;
+      mf::quantize(std::span<const float>(in), std::span<float>(fast), f,
+                   with_backend(mode, mf::backend_policy::fastest), fast_stats);
+      mf::quantize(std::span<const float>(in), std::span<float>(reference), f,
+                   with_backend(mode, mf::backend_policy::reference_core), reference_stats);
+      CHECK(float_bits(fast) == float_bits(reference));
+      CHECK(fast_stats == reference_stats);
+      if (f.encoding == mf::specials::all_finite) continue;  // NaN has no code there
+      std::vector<std::uint16_t> fast_codes(n), reference_codes(n);
+      mf::encode(std::span<const float>(in), std::span<std::uint16_t>(fast_codes), f,
+                 with_backend(mode, mf::backend_policy::fastest));
+      mf::encode(std::span<const float>(in), std::span<std::uint16_t>(reference_codes), f,
+                 with_backend(mode, mf::backend_policy::reference_core));
+      CHECK(fast_codes == reference_codes);
+    }
+  for (const mf::block_format& f : {mf::mxfp8_e4m3, mf::mxfp4, mf::nvfp4})
+    for (const auto mode : {mf::rounding::nearest_even, mf::rounding::stochastic}) {
+      INFO(mf::to_string(f) << " mode " << static_cast<int>(mode));
+      std::vector<float> fast(n - 11), reference(n - 11);
+      const std::span<const float> values(in.data(), n - 11);
+      mf::block_stats fast_stats, reference_stats;
+      mf::block_options o{mode};
+      o.seed = 7;
+      o.backend = mf::backend_policy::fastest;
+      mf::quantize_blocks(values, fast, f, o, {}, fast_stats);
+      o.backend = mf::backend_policy::reference_core;
+      mf::quantize_blocks(values, reference, f, o, {}, reference_stats);
+      CHECK(float_bits(fast) == float_bits(reference));
+      CHECK(fast_stats == reference_stats);
+    }
 }

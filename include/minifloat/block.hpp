@@ -35,6 +35,7 @@
 #include <string_view>
 #include <utility>
 
+#include "backend.hpp"
 #include "bulk.hpp"
 #include "encode.hpp"
 #include "format.hpp"
@@ -144,6 +145,7 @@ struct block_options {
   std::uint64_t seed = 0;
   std::uint64_t index = 0;                 ///< element index of the first value of the call
   float tensor_scale = 0;                  ///< NVFP4's S_t; 0 = computed from the tensor's amax
+  backend_policy backend = backend_policy::from_environment;  ///< as rounding_options::backend
 };
 
 /// Where the blocks lie. Values are a row-major rows × cols matrix (cols = 0: one row of all
@@ -442,7 +444,8 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   using V = simd_t<std::uint32_t>;
   using FV = typename vector_of<float, sizeof(V)>::type;
   constexpr std::size_t lanes = simd_lanes<std::uint32_t>;
-  const rounder<float> r(f.element, {Mode, o.on_overflow, o.random_bits, o.seed, o.index});
+  const rounder<float> r(f.element,
+                         {Mode, o.on_overflow, o.random_bits, o.seed, o.index, flush_mode::after_rounding, o.backend});
   const rounding_plan<float> p = r.plan();
   lane_random<V> draw(r.rng());
   lane_counts<V> counts;
@@ -455,10 +458,10 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
   const bool integer = f.integer_elements;
   const auto emax_plus_bias = static_cast<std::uint32_t>(f.element.emax() + 127);
   const std::uint32_t mantissa_bound = mx_mantissa_bound(f.element, scales.rule);
-  // Finite registers off the single-binade shortcut take the float-arithmetic form where it
-  // applies (bulk.hpp): MXFP4's scaled values lie mostly in e2m1's subnormal range, where the
-  // core's finite path costs about twice as much.
-  const bool float_add = use_float_add(p);
+  // The backend, chosen once: finite registers off the single-binade shortcut take a float form
+  // where the plan allows one (backends/choice.hpp): MXFP4's scaled values lie mostly in e2m1's
+  // subnormal range, where the core's finite path costs about twice as much.
+  const bool float_add = register_float_form(choose_bulk_backend(p, backend_offer::register_forms));
   alignas(64) float gathered[1024 + 64];
   std::uint64_t clamped = 0, nan_blocks = 0, blocks = 0;
 
@@ -692,15 +695,7 @@ void run_block_kernel(std::span<const float> in, const block_format& f, const bl
       else block_kernel<Mode, false, false>(in, f, o, layout, scales, sink, st);
     }
   };
-  switch (o.mode) {
-    case rounding::nearest_even: go.template operator()<rounding::nearest_even>(); break;
-    case rounding::nearest_away: go.template operator()<rounding::nearest_away>(); break;
-    case rounding::toward_zero: go.template operator()<rounding::toward_zero>(); break;
-    case rounding::stochastic: go.template operator()<rounding::stochastic>(); break;
-    case rounding::toward_positive: go.template operator()<rounding::toward_positive>(); break;
-    case rounding::toward_negative: go.template operator()<rounding::toward_negative>(); break;
-    case rounding::to_odd: go.template operator()<rounding::to_odd>(); break;
-  }
+  with_rounding_mode(o.mode, go);
 }
 
 /// Dequantized values: element value × the block's decode scale.

@@ -34,6 +34,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "detail/lanes.hpp"
 #include "format.hpp"
@@ -68,6 +69,9 @@ struct rounding_options {
   std::uint64_t seed = 0;
   std::uint64_t index = 0;
   flush_mode flush = flush_mode::after_rounding;  ///< formats without subnormals only
+  /// Bulk calls only: whether they may take a fast backend or must run the reference core
+  /// (backend.hpp). Results are the same bits either way.
+  backend_policy backend = backend_policy::from_environment;
 };
 
 /// The IEEE 754 layout of a source type.
@@ -132,6 +136,7 @@ struct rounding_plan {
   bits underflow_bits = 0;    ///< result below flush_below_bits: 0, or the smallest value (unsigned_exponent)
   bool unsigned_zero = false; ///< fnuz: a zero result is +0 (the -0 code is NaN)
   bool positive_only = false; ///< unsigned_exponent: zero and negative inputs give NaN
+  backend_policy policy = backend_policy::from_environment;  ///< rounding_options::backend, for the bulk kernels' choice
 
   /// The format's smallest normal value, as source bits.
   MINIFLOAT_HD constexpr bits smallest_normal_bits() const { return emin_field << source_layout<S>::mantissa_bits; }
@@ -239,6 +244,7 @@ MINIFLOAT_HD constexpr rounding_plan<S> plan_unchecked(const format& f, const ro
   p.unsigned_zero = f.encoding == specials::fnuz;
   p.positive_only = f.encoding == specials::unsigned_exponent;
   p.underflow_bits = p.positive_only ? p.flush_below_bits : 0;
+  p.policy = o.backend;
   return p;
 }
 }  // namespace detail
