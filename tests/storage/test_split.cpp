@@ -459,6 +459,39 @@ TEST_CASE("layouts with 8- and 16-bit fields: chunked stores at any 32-aligned o
   }
 }
 
+TEST_CASE("the reference-core switch (split_options::backend, MINIFLOAT_REFERENCE_CORE) forces pair_form::core, "
+          "which stores the pair forms' words and restores their values",
+          "[split][byte_fields][backend]") {
+  using ms::detail::pair_form;
+  const bool forced = minifloat::reference_core_from_environment();
+  std::vector<ms::split_layout> layouts(std::begin(byte_field_layouts), std::end(byte_field_layouts));
+  layouts.push_back({minifloat::bfloat16, 8});  // the float-prefix layouts' scalar pass
+  layouts.push_back({minifloat::bfloat16, 16});
+  const ms::split_options reference{77, 12345, minifloat::backend_policy::reference_core};
+  const ms::split_options fastest{77, 12345, minifloat::backend_policy::fastest};
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits
+                                         << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    CHECK(ms::detail::split_plan(l, reference).form == pair_form::core);
+    CHECK(ms::detail::split_plan(l, fastest).form == ms::detail::pair_form_for(l));
+    CHECK(ms::detail::split_plan(l, {77, 12345}).form == (forced ? pair_form::core : ms::detail::pair_form_for(l)));
+    std::mt19937 gen(5);
+    const std::vector<float> x = split_specials(l, 1037, gen);
+    split_words core(x.size(), l), fast(x.size(), l);
+    ms::split(x, l, core.visible, core.extra, reference);
+    ms::split(x, l, fast.visible, fast.extra, fastest);
+    CHECK(core.visible == fast.visible);
+    CHECK(core.extra == fast.extra);
+    std::vector<float> out_core(x.size()), out_fast(x.size());
+    ms::reconstruct(fast.visible, fast.extra, l, out_core, minifloat::backend_policy::reference_core);
+    ms::reconstruct(fast.visible, fast.extra, l, out_fast, minifloat::backend_policy::fastest);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      INFO(i << ": " << std::hex << std::bit_cast<std::uint32_t>(x[i]));
+      REQUIRE(std::bit_cast<std::uint32_t>(out_core[i]) == std::bit_cast<std::uint32_t>(out_fast[i]));
+    }
+  }
+}
+
 TEST_CASE("binary16-, bfloat16-, e4m3- and e5m2-visible layouts (the float-prefix, rebiased, hardware_binary16 and "
           "scaled_binary16 pair forms) "
           "store the scalar core's fields for floats of every class and restore every pair as the core decodes it",
@@ -530,7 +563,7 @@ TEST_CASE("binary16-, bfloat16-, e4m3- and e5m2-visible layouts (the float-prefi
     // x rounded toward zero to R, a finite x beyond the largest pair value saturating to it (R's
     // codes above it are not pairs where the visible format is nan_only).
     std::vector<float> expected = truncated(x, l.restored());
-    const float limit = ms::detail::split_plan::largest_pair_value(l);
+    const float limit = ms::detail::largest_pair_value(l);
     for (float& v : expected)
       if (std::isfinite(v) && std::fabs(v) > limit) v = std::copysign(limit, v);
     // The first element whose fields or restored value differ, reported once (per-element

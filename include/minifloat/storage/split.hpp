@@ -19,6 +19,12 @@
 // pair value saturates to it (h = ±max, extra all ones), NaN stays a quiet NaN of its sign (the
 // payload is not kept), -0 stays -0. NaN and ±Inf into an all_finite format (e4m3's Inf: NaN, as
 // the core encodes it) throw std::domain_error.
+//
+// Each operation reads as: check the layout and the arrays, plan (split_plan: the rounders and
+// the pair form, chosen once by pair_form_for), loop a block or a tile at a time. The pair forms
+// (pair_forms/: float_prefix, rebiased, hardware_binary16, scaled_binary16) are backends that
+// compute the core's bits a register at a time; split_options::backend, or the environment
+// variable MINIFLOAT_REFERENCE_CORE (backend.hpp), forces the core's lane kernels instead.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "../backend.hpp"
 #include "../bulk.hpp"
 #include "../encode.hpp"
 #include "../format.hpp"
@@ -42,52 +49,23 @@
 #include "bitpack.hpp"
 #include "detail/codes.hpp"
 #include "packed_minifloat.hpp"
+#include "pair_forms/binary16.hpp"
+#include "pair_forms/float_prefix.hpp"
+#include "pair_forms/lanes.hpp"
+#include "pair_forms/rebiased.hpp"
+#include "pair_forms/scaled_binary16.hpp"
+#include "split_layout.hpp"
 
 namespace minifloat::storage {
 
-enum class split_mode : std::uint8_t {
-  truncate,    ///< h rounded toward zero; k extra bits
-  stochastic,  ///< h rounded stochastically; 1 un-round flag + k - 1 extra bits
-};
-
-/// How a weight is split.
-struct split_layout {
-  format visible = bfloat16;
-  int extra_bits = 16;
-  split_mode mode = split_mode::truncate;
-
-  friend constexpr bool operator==(const split_layout&, const split_layout&) = default;
-
-  /// Bits per visible code (1 + E + M).
-  constexpr int visible_bits() const { return visible.bit_width(); }
-  /// Significand bits below h's that the pair keeps.
-  constexpr int kept_bits() const { return mode == split_mode::stochastic ? extra_bits - 1 : extra_bits; }
-  /// The format of the reconstructed values: the visible format with kept_bits() more mantissa bits.
-  constexpr format restored() const {
-    format r = visible;
-    r.mantissa_bits += kept_bits();
-    return r;
-  }
-  /// The first problem with this layout, or an empty string.
-  std::string problem() const {
-    if (auto p = source_problem<float>(visible); !p.empty()) return "visible format: " + p;
-    if (extra_bits < 1 || extra_bits > max_field_bits)
-      return "extra_bits = " + std::to_string(extra_bits) + " is outside 1..32";
-    if (visible.mantissa_bits + kept_bits() > 23)
-      return "extra_bits = " + std::to_string(extra_bits) + " keeps " + std::to_string(kept_bits()) +
-             " bits below a " + std::to_string(visible.mantissa_bits) + "-bit mantissa; float has " +
-             std::to_string(23 - visible.mantissa_bits);
-    return {};
-  }
-  void validate() const {
-    if (auto p = problem(); !p.empty()) throw std::invalid_argument("minifloat::storage::split_layout: " + p);
-  }
-};
-
-/// Where the stochastic draws of one split come from: element i uses (seed, index + i).
+/// Where the stochastic draws of one split come from (element i uses (seed, index + i)), and
+/// which implementations it may take.
 struct split_options {
   std::uint64_t seed = 0;
   std::uint64_t index = 0;
+  /// reference_core (or MINIFLOAT_REFERENCE_CORE under from_environment) forces pair_form::core
+  /// and the core's rounding: the same bits, for tests that show it.
+  backend_policy backend = backend_policy::from_environment;
 };
 
 namespace detail {
@@ -95,6 +73,23 @@ namespace detail {
 inline split_layout validated(const split_layout& l) {
   l.validate();
   return l;
+}
+
+/// The pair form a layout's registers take (pair_forms/lanes.hpp), under `policy`: the one
+/// predicate that chooses among the backends.
+inline pair_form pair_form_for(const split_layout& l, backend_policy policy = backend_policy::fastest) {
+  if (uses_reference_core(policy)) return pair_form::core;
+  if (l.visible == bfloat16) return pair_form::float_prefix;
+#if defined(__AVX512F__)
+  if (rebiased_floats(l)) {
+#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+    if (binary16_byte_layout(l)) return pair_form::hardware_binary16;
+    if (scaled_binary16_layout(l)) return pair_form::scaled_binary16;
+#endif
+    return pair_form::rebiased;
+  }
+#endif
+  return pair_form::core;
 }
 
 /// What a layout needs at run time, computed once per call.
@@ -106,6 +101,8 @@ struct split_plan {
   rounder<float> stochastic;  ///< to visible, stochastic, saturating
   bool clamp = false;         ///< nan_only: above the largest pair value R has codes that are not pairs
   float limit = 0;            ///< the largest pair value
+  bool reference = false;     ///< the core's lane kernels only (split_options::backend)
+  pair_form form = pair_form::core;
 
   split_plan(const split_layout& l, const split_options& o)
       : layout(validated(l)),
@@ -113,18 +110,10 @@ struct split_plan {
         kept_mask(low_bits(l.kept_bits())),
         truncate(l.restored(), {rounding::toward_zero, overflow::infinity}),
         stochastic(l.visible, {rounding::stochastic, overflow::saturate, 0, o.seed, o.index}),
-        clamp(l.visible.encoding == specials::nan_only) {
-    limit = largest_pair_value(l);
-  }
-
-  /// The largest pair value: h the visible format's largest finite value, all extra bits set.
-  static float largest_pair_value(const split_layout& l) {
-    const format& f = l.visible;
-    const std::uint64_t max_code = (static_cast<std::uint64_t>(f.max_exponent_field()) << f.mantissa_bits) |
-                                   f.max_mantissa_field();
-    return std::bit_cast<float>(
-        minifloat::detail::bits_of_code<float>(l.restored(), (max_code << l.kept_bits()) | low_bits(l.kept_bits())));
-  }
+        clamp(l.visible.encoding == specials::nan_only),
+        limit(largest_pair_value(l)),
+        reference(uses_reference_core(o.backend)),
+        form(pair_form_for(l, o.backend)) {}
 };
 
 /// Splits x (at most block_values values, element `first` of the whole array) into visible codes
@@ -174,319 +163,24 @@ inline void reconstruct_block(const split_layout& l, std::uint32_t* visible, con
   decode(std::span<const std::uint32_t>(visible, out.size()), out, l.restored());
 }
 
-/// The float bits whose prefix a pair with a bfloat16 visible format keeps (for one value or a
-/// register of them): NaN made the quiet NaN of its sign (what the core's R encodes and decodes
-/// NaN to), every other float unchanged. R = fp(8, 7 + n, 127) has float's binades and specials,
-/// so R's code of a float x rounded toward zero is these bits shifted right by 16 - n, and R's
-/// value of a code is the code shifted back (see float_prefix_layout).
-template <class L>
-constexpr L canonical_nan_bits(L bits) {
-  constexpr std::uint32_t quiet_nan = 0x7FC00000U;  // float's exponent field all ones and its quiet bit
-  return minifloat::detail::select((bits & 0x7FFFFFFFU) > 0x7F800000U, (bits & 0x80000000U) | quiet_nan, bits);
-}
-
 /// The layouts whose visible codes and extra fields are each 8 or 16 bits wide (fp16 + 8,
 /// e4m3 + 8, bf16 + 8 stochastic, ...), on a little-endian machine: their packed words are plain
 /// uint8_t / uint16_t arrays (bitpack.hpp), so split_into and reconstruct read and write the
 /// fields directly and take split_block's and reconstruct_block's steps one SIMD register at a
-/// time, through the core's own lane kernels (round_lanes, code_lanes, value_lanes, lane_random,
-/// called as encode_lanes and decode_lanes call them) — no 32-bit code arrays, no bit-packing
-/// pass. tests/storage/test_split.cpp checks them against the scalar core and the packing path.
+/// time, through the plan's pair form (pair_forms/) or the core's own lane kernels (round_lanes,
+/// code_lanes, value_lanes, lane_random, called as encode_lanes and decode_lanes call them): no
+/// 32-bit code arrays, no bit-packing pass. tests/storage/test_split.cpp checks them against the
+/// scalar core and the packing path.
 inline bool byte_field_layout(const split_layout& l) {
   const auto byte_wide = [](int bits) { return bits == 8 || bits == 16; };
   return std::endian::native == std::endian::little && byte_wide(l.visible_bits()) && byte_wide(l.extra_bits) &&
          !rounds_through_double<float>(l.visible) && !rounds_through_double<float>(l.restored());
 }
 
-/// As pack: the bits after the last of n byte-wide fields in its word are zero (no words for
-/// no values).
-template <class Visible, class Extra>
-void clear_padding(unsigned char* vbytes, unsigned char* ebytes, std::size_t n) {
-  if (n == 0) return;
-  const std::size_t vend = packed_words(n, 8 * sizeof(Visible)) * 4, eend = packed_words(n, 8 * sizeof(Extra)) * 4;
-  std::memset(vbytes + n * sizeof(Visible), 0, vend - n * sizeof(Visible));
-  std::memset(ebytes + n * sizeof(Extra), 0, eend - n * sizeof(Extra));
-}
-
-// The byte-wide kernels are host code: in a CUDA translation unit nvcc's device pass
-// (__CUDA_ARCH__) aborts on GCC vector code in functions that host functions use (as bulk.hpp's
-// kernels note), so that pass does not see them, and split_into, reconstruct and
-// rewrite_byte_fields take the other paths there; the host pass, which is what runs, has them.
-#if !defined(__CUDA_ARCH__)
-/// A register of 32-bit lanes, as the core's SIMD kernels use them.
-using field_lanes = minifloat::detail::simd_t<std::uint32_t>;
-inline constexpr std::size_t field_lane_count = minifloat::detail::simd_lanes<std::uint32_t>;
-
-/// `count` (at most field_lane_count) byte-wide fields of type Field from `bytes`, widened to
-/// 32-bit lanes (the rest zero): zero-extended, or with SignExtend sign-extended from the field's
-/// width (two's complement bits).
-template <class Field, bool SignExtend = false>
-[[gnu::always_inline]] inline field_lanes load_fields(const unsigned char* bytes, std::size_t count) {
-  using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
-  FV narrow{};
-  std::memcpy(&narrow, bytes, count * sizeof(Field));
-#if defined(__AVX512F__)
-  if constexpr (sizeof(field_lanes) == 64) {
-    // GCC widens bytes through general registers otherwise. The zero-masked forms with a full
-    // mask: GCC 12's unmasked ones start from _mm512_undefined_epi32() (-Wmaybe-uninitialized).
-    const __mmask16 all = minifloat::detail::all_lanes16;
-    __m512i wide;
-    if constexpr (sizeof(Field) == 1)
-      wide = SignExtend ? _mm512_maskz_cvtepi8_epi32(all, std::bit_cast<__m128i>(narrow))
-                        : _mm512_maskz_cvtepu8_epi32(all, std::bit_cast<__m128i>(narrow));
-    else
-      wide = SignExtend ? _mm512_maskz_cvtepi16_epi32(all, std::bit_cast<__m256i>(narrow))
-                        : _mm512_maskz_cvtepu16_epi32(all, std::bit_cast<__m256i>(narrow));
-    return std::bit_cast<field_lanes>(wide);
-  }
-#endif
-  const field_lanes wide = __builtin_convertvector(narrow, field_lanes);
-  if constexpr (!SignExtend) return wide;
-  constexpr std::uint32_t top = std::uint32_t{1} << (8 * sizeof(Field) - 1);
-  return (wide ^ top) - top;
-}
-
-/// The low bytes of `count` lanes stored as byte-wide fields of type Field.
-template <class Field>
-[[gnu::always_inline]] inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
-#if defined(__AVX512F__)
-  if constexpr (sizeof(field_lanes) == 64 && sizeof(Field) == 2) {
-    const __m256i narrow = _mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(codes));
-    std::memcpy(bytes, &narrow, count * sizeof(Field));
-    return;
-  }
-  if constexpr (sizeof(field_lanes) == 64 && sizeof(Field) == 1) {
-    // vpmovdb: GCC 12 built the generic narrowing below from byte inserts in some loops.
-    const __m128i narrow = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(codes));
-    std::memcpy(bytes, &narrow, count * sizeof(Field));
-    return;
-  }
-#endif
-  using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
-  const FV narrow = __builtin_convertvector(codes, FV);
-  std::memcpy(bytes, &narrow, count * sizeof(Field));
-}
-
-/// How one register of pairs is split and restored, chosen once per layout. Every form gives the
-/// core's bits (tests/storage/test_split.cpp compares them with the scalar core, exhaustively
-/// for the pairs of binary16 + 8, e4m3 + 8, e5m2 + 8 and fp(6,9,0) + 8):
-///  - float_prefix (bfloat16 visible, any kept bits): R = fp(8, 7 + n, 127) has float's binades,
-///    so R's toward-zero code of x is canonical_nan_bits(x) >> (16 - n) and a code's value is the
-///    code shifted back; a stochastic h (a bfloat16 value) is its float bits' top half.
-///  - rebiased (AVX-512; visible formats with a sign, subnormals and an ieee, nan_only or
-///    all_finite encoding whose restored values R = fp(E, M', bias), M' = M + n, are all zero or
-///    normal floats: binary16, e4m3, e5m2, the papers' fp(e, m, b) with bias + M' <= 127): R's normal codes
-///    are float bits with the exponent field rebiased, (bits - (127 - bias) * 2^23) >> (23 - M')
-///    (the shift truncates, so this is rounding toward zero), and R's subnormal codes count R's
-///    smallest step s = 2^(1 - bias - M'), trunc(|x| / s) (|x| / s exact, converted toward zero);
-///    |x| is first limited to the largest pair value, the sign goes above. A value of the visible
-///    format (a stochastic h) is a value of R, its code R's code shifted right by n. R's value of
-///    a code is the inverse: the rebiased bits, or the subnormal code times s (exact). No product
-///    or result is a float subnormal except |x| / s for a float subnormal x, which truncates to 0
-///    whether or not DAZ or FTZ zero it first, so MXCSR does not change the bits. Registers with
-///    NaN or Inf lanes (in x, or among h's codes) take the core.
-///  - hardware_binary16 (AVX-512 with BW, DQ and VL; binary16 visible, 8-bit extra fields, so
-///    n = 8 truncating or 7 stochastic, R = fp(5, 10 + n, 15)): the processor's conversions
-///    between float and binary16, whose results are exact, take a register whose lanes allow
-///    them, and the rebiased form takes the others (binary16's pairs meet its conditions).
-///    Split: where every lane is zero or in binary16's normal binades below the top one,
-///    vcvtps2ph toward zero is h (the truncation), the float's next n mantissa bits are the
-///    extra field (float's binades are binary16's there, each a multiple of ulp(h) / 2^n apart),
-///    and a stochastic h is the next code up. Restore: h's float f = vcvtph2ps(h) (exact; the
-///    instruction ignores DAZ), then for |h| >= 2^-13 R's value is f's bits plus e << (13 - n)
-///    (e sign-extended from its byte for a stochastic layout: its flag bit 7 then subtracts
-///    2^13, one step of h, which moves across binades as float bits do), and below that, in
-///    binary16's subnormals and first normal binade where R's step is 2^-(24 + n) throughout,
-///    sign(h) * (|f| + e * 2^-(24 + n)) (exact in one fused multiply-add). Registers with NaN or
-///    Inf h, or a flagged zero h (not a split's pair), take the rebiased form.
-///  - scaled_binary16 (AVX-512 with BW, DQ and VL; 8-bit visible codes and 8-bit extra fields
-///    whose R = fp(E, 10, bias) has binary16's 10 mantissa bits: e4m3 + 8 and fp(4, 3, b) + 8
-///    stochastic, e5m2 + 8 truncating; scaled_binary16_layout): R's values times
-///    s = 2^(bias - 15) are binary16 values with the same exponent field (E <= 4, or E = 5
-///    with ieee's specials, which binary16 shares) and the same code bits below the sign, R's
-///    subnormals included. So R's code of x toward zero is vcvtps2ph(x * s) toward zero (x
-///    first limited to the largest pair value, with its sign; x * s is exact, and where it is a
-///    float subnormal, so that DAZ or FTZ may zero it, the result is 0 either way), and a code's
-///    value is vcvtph2ps(code) / s. The code's sign is binary16's bit 15, h's magnitude its
-///    next 7 bits below any zero bit 14 (E = 4), the extra field its low n bits: a stochastic
-///    split adds one code to h and sets the field's flag where it rounds away from zero, and a
-///    stochastic field sign-extended from its byte subtracts that code again on restore.
-///    Registers with a NaN or Inf lane in x, or a restored code at or above Inf's or the NaN
-///    code's first pair (a flagged zero h too), take the rebiased form.
-///  - core: round_lanes, code_lanes and value_lanes.
-enum class pair_form : std::uint8_t { core, float_prefix, rebiased, hardware_binary16, scaled_binary16 };
-
-/// Whether a form is the rebiased form or starts from it (its registers the others leave).
-constexpr bool rebiased_based(pair_form f) {
-  return f == pair_form::rebiased || f == pair_form::hardware_binary16 || f == pair_form::scaled_binary16;
-}
-
-/// Whether R's codes of a layout are rebiased floats (pair_form::rebiased's conditions).
-constexpr bool rebiased_floats(const split_layout& l) {
-  const format& v = l.visible;
-  const format r = l.restored();
-  const bool encoding = v.encoding == specials::ieee || v.encoding == specials::nan_only ||
-                        v.encoding == specials::all_finite;
-  return encoding && v.subnormals && r.emax() <= 127 && r.emin() - r.mantissa_bits >= -126;
-}
-
-/// Whether a layout's pairs are binary16 codes once scaled (pair_form::scaled_binary16's
-/// conditions, the instructions aside).
-constexpr bool scaled_binary16_layout(const split_layout& l) {
-  const format r = l.restored();
-  return l.visible_bits() == 8 && l.extra_bits == 8 && r.mantissa_bits == 10 && rebiased_floats(l) &&
-         (r.exponent_bits <= 4 || (r.exponent_bits == 5 && r.encoding == specials::ieee));
-}
-
-/// The smallest magnitude code of R (= l.restored()) that is not a finite pair value: Inf's
-/// (ieee); the NaN visible code's first pair (nan_only: R's codes from there are NaN or beyond
-/// every pair); none for all_finite (2^(E + M'), above every code).
-constexpr std::uint32_t first_special_code(const split_layout& l) {
-  const format& v = l.visible;
-  const int kept = l.kept_bits();
-  const std::uint32_t top_field = low_bits(v.exponent_bits);
-  if (v.encoding == specials::ieee) return (top_field << v.mantissa_bits) << kept;
-  if (v.encoding == specials::nan_only) return low_bits(v.exponent_bits + v.mantissa_bits) << kept;
-  return std::uint32_t{1} << (v.exponent_bits + v.mantissa_bits + kept);
-}
-
-inline pair_form pair_form_for(const split_layout& l) {
-  if (l.visible == bfloat16) return pair_form::float_prefix;
-#if defined(__AVX512F__)
-  if (sizeof(field_lanes) == 64 && rebiased_floats(l)) {
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-    if (l.visible == binary16 && l.extra_bits == 8) return pair_form::hardware_binary16;
-    if (scaled_binary16_layout(l)) return pair_form::scaled_binary16;
-#endif
-    return pair_form::rebiased;
-  }
-#endif
-  return pair_form::core;
-}
-
-#if defined(__AVX512F__)
-/// The rebiased form's pieces (see pair_form) on 16 lanes, for R = l.restored().
-class rebiased_pairs {
- public:
-  explicit rebiased_pairs(const split_layout& l)
-      : fraction_shift_(23 - l.restored().mantissa_bits),
-        sign_shift_(31 - (l.restored().exponent_bits + l.restored().mantissa_bits)),
-        magnitude_mask_(low_bits(l.restored().exponent_bits + l.restored().mantissa_bits)),
-        limit_bits_(std::bit_cast<std::uint32_t>(split_plan::largest_pair_value(l))),
-        rebias_(static_cast<std::uint32_t>(127 - l.visible.exponent_bias) << 23),
-        min_normal_bits_(std::bit_cast<std::uint32_t>(std::ldexp(1.0f, l.restored().emin()))),
-        first_normal_code_(std::uint32_t{1} << l.restored().mantissa_bits),
-        first_special_(first_special_code(l)),
-        step_(std::ldexp(1.0f, l.restored().emin() - l.restored().mantissa_bits)),
-        inverse_step_(std::ldexp(1.0f, l.restored().mantissa_bits - l.restored().emin())) {}
-
-  /// R's codes, toward zero, of the finite floats whose bits are u.
-  [[gnu::always_inline]] field_lanes codes(field_lanes u) const {
-    const field_lanes magnitude = minifloat::detail::lane_min(u & 0x7FFFFFFFU, field_lanes{} + limit_bits_);
-    const __m512i normal = std::bit_cast<__m512i>((magnitude - rebias_) >> fraction_shift_);
-    const __m512 a = std::bit_cast<__m512>(magnitude);
-    const __mmask16 subnormal =
-        _mm512_cmplt_epu32_mask(std::bit_cast<__m512i>(magnitude), _mm512_set1_epi32(static_cast<int>(min_normal_bits_)));
-    const __m512i code = _mm512_mask_cvtt_roundps_epu32(normal, subnormal, _mm512_mul_ps(a, _mm512_set1_ps(inverse_step_)),
-                                                        _MM_FROUND_NO_EXC);
-    return std::bit_cast<field_lanes>(code) | ((u >> 31) << (31 - sign_shift_));
-  }
-  /// R's values (float bits) of the codes; false when one is NaN or Inf, or a code of R above
-  /// the pairs of a nan_only format (first_special_code).
-  [[gnu::always_inline]] bool restore(field_lanes code, field_lanes& out) const {
-    const field_lanes magnitude = code & magnitude_mask_;
-    if (minifloat::detail::any_lane_at_least(magnitude, first_special_)) return false;
-    const __m512i m = std::bit_cast<__m512i>(magnitude);
-    const __mmask16 subnormal = _mm512_cmplt_epu32_mask(m, _mm512_set1_epi32(static_cast<int>(first_normal_code_)));
-    const __m512 normal = std::bit_cast<__m512>((magnitude << fraction_shift_) + rebias_);
-    const __m512 value =
-        _mm512_mask_mul_ps(normal, subnormal, _mm512_maskz_cvtepi32_ps(minifloat::detail::all_lanes16, m), _mm512_set1_ps(step_));
-    out = std::bit_cast<field_lanes>(value) | ((code << sign_shift_) & 0x80000000U);
-    return true;
-  }
-
- private:
-  int fraction_shift_, sign_shift_;
-  std::uint32_t magnitude_mask_, limit_bits_, rebias_, min_normal_bits_, first_normal_code_, first_special_;
-  float step_, inverse_step_;
-};
-#endif
-
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-/// pair_form::scaled_binary16's split and restore of 16 pairs (see pair_form), for a layout that
-/// scaled_binary16_layout accepts: n = 8 truncating (E = 5) or 7 stochastic (E = 4).
-class scaled_binary16_pairs {
- public:
-  explicit scaled_binary16_pairs(const split_layout& l)
-      : scale_(_mm512_set1_ps(std::ldexp(1.0f, l.visible.exponent_bias - 15))),
-        inverse_scale_(_mm512_set1_ps(std::ldexp(1.0f, 15 - l.visible.exponent_bias))),
-        limit_(_mm512_set1_ps(split_plan::largest_pair_value(l))),
-        first_special_(_mm256_set1_epi16(static_cast<short>(std::min<std::uint32_t>(first_special_code(l), 0xFFFFU)))),
-        flag_step_(_mm256_set1_epi16(0x180)),
-        stochastic_(l.mode == split_mode::stochastic) {}
-
-  /// Stores the fields of the 16 finite floats x at vbytes and ebytes; `up`: the lanes a
-  /// stochastic split rounds away from zero (none for a truncating one).
-  [[gnu::always_inline]] void split(__m512 x, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
-    namespace core = minifloat::detail;
-    // vrangeps 0b0010: the smaller magnitude, with the sign of the first operand.
-    const __m512 limited = _mm512_maskz_range_ps(core::all_lanes16, x, limit_, 0b0010);
-    // sign << 15 | R's magnitude code: for E = 4, h's 7 magnitude bits (13..7), then the next n
-    __m256i code = _mm512_maskz_cvtps_ph(core::all_lanes16, _mm512_mul_ps(limited, scale_), _MM_FROUND_TO_ZERO);
-    if (stochastic_) {
-      // h's magnitude one bit up (bit 14 is zero), so that each 16-bit lane is h << 8 | e; a lane
-      // that rounds away from zero adds one code to h and sets the field's flag (bit 7).
-      code = _mm256_add_epi16(code, _mm256_and_si256(code, _mm256_set1_epi16(0x3F80)));
-      code = _mm256_mask_add_epi16(code, up, code, flag_step_);
-    }
-    // Each 128-bit half's low bytes (e) to its first 8 bytes and high bytes (h) to its last 8,
-    // then the halves' e bytes together (low 128 bits) and their h bytes (high 128 bits).
-    const __m256i apart = _mm256_shuffle_epi8(
-        code, _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5,
-                               7, 9, 11, 13, 15));
-    const __m256i fields = _mm256_permute4x64_epi64(apart, 0b11011000);
-    const __m128i e = _mm256_castsi256_si128(fields), h = _mm256_extracti128_si256(fields, 1);
-    std::memcpy(ebytes, &e, sizeof e);
-    std::memcpy(vbytes, &h, sizeof h);
-  }
-
-  /// Stores R's values of the 16 pairs at vbytes and ebytes; false, storing nothing, where a
-  /// restored code is Inf's or NaN's or above (first_special_code), or negative (a flagged zero h).
-  [[gnu::always_inline]] bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
-    namespace core = minifloat::detail;
-    __m128i h_bytes, e_bytes;
-    std::memcpy(&h_bytes, vbytes, sizeof h_bytes);
-    std::memcpy(&e_bytes, ebytes, sizeof e_bytes);
-    const __m256i h = _mm256_cvtepu8_epi16(h_bytes);
-    __m256i magnitude;
-    if (stochastic_) {
-      // The field sign-extended from its byte: the flag (bit 7) subtracts 2^7 codes of R, one of h.
-      magnitude = _mm256_add_epi16(_mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F)), 7),
-                                   _mm256_cvtepi8_epi16(e_bytes));
-    } else {
-      magnitude = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F)), 8),
-                                  _mm256_cvtepu8_epi16(e_bytes));
-    }
-    if (_mm256_cmpge_epu16_mask(magnitude, first_special_) != 0) return false;
-    // 0xE4: c ? a : b, bitwise: h's sign bit (moved to bit 15) over the magnitude.
-    const __m256i code = _mm256_ternarylogic_epi32(_mm256_slli_epi16(h, 8), magnitude,
-                                                   _mm256_set1_epi16(static_cast<short>(0x8000)), 0xE4);
-    const __m512 value = _mm512_mul_ps(_mm512_maskz_cvtph_ps(core::all_lanes16, code), inverse_scale_);
-    std::memcpy(out, &value, sizeof value);
-    return true;
-  }
-
- private:
-  // Broadcast once: GCC otherwise broadcast the scales from a scalar register every register.
-  __m512 scale_, inverse_scale_, limit_;
-  __m256i first_special_;  ///< first_special_code in every 16-bit lane (all_finite E = 4: 2^14)
-  __m256i flag_step_;      ///< a stochastic split's h one code up and its flag, in the lanes h << 8 | e
-  bool stochastic_;
-};
-#endif
-
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
 /// reconstruct_block's steps on one register of pairs: R's values (as float bits) of the visible
-/// codes h and extra fields e, by the pair_form Form (the layout's pair_form_for).
+/// codes h and extra fields e, by the pair_form Form (the plan's form), whose registers that it
+/// leaves take the rebiased form or the core's lane kernels.
 template <pair_form Form>
 class pair_restorer {
  public:
@@ -494,20 +188,16 @@ class pair_restorer {
       : codec_(minifloat::detail::make_codec_plan<float>(l.restored())),
         kept_(l.kept_bits()),
         kept_mask_(low_bits(l.kept_bits())),
-        stochastic_(l.mode == split_mode::stochastic)
+        stochastic_(l.mode == split_mode::stochastic),
+        prefix_(l)
 #if defined(__AVX512F__)
         ,
         rebiased_(l)
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
         ,
+        binary16_(l),
         scaled_(l)
-#endif
-        ,
-        small_step_(std::ldexp(1.0f, -24 - l.kept_bits()))
-#if defined(__AVX512DQ__)
-        ,
-        prefix_shift_(_mm512_set1_epi32(16 - l.kept_bits()))
 #endif
   {
   }
@@ -518,7 +208,7 @@ class pair_restorer {
                                              std::size_t count, float* out) const {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
-      if (count == field_lane_count && restore_binary16(vbytes, ebytes, out)) return;
+      if (count == field_lane_count && binary16_.restore(vbytes, ebytes, out)) return;
     }
     if constexpr (Form == pair_form::scaled_binary16) {
       if (count == field_lane_count && scaled_.restore(vbytes, ebytes, out)) return;
@@ -526,25 +216,9 @@ class pair_restorer {
 #endif
     const field_lanes h = load_fields<Visible>(vbytes, count);
     if constexpr (Form == pair_form::float_prefix) {
-      // (h << 16) + (e << (16 - n)) is the code shifted into float's bits. A stochastic field is
-      // sign-extended from its width (n + 1 bits): its flag, the top bit, then counts -2^n steps
-      // of R, one step of h, so the sum is ((h - flag) << 16) | (rest << (16 - n)), the rule below.
-      const field_lanes e = stochastic_ ? load_fields<Extra, true>(ebytes, count) : load_fields<Extra>(ebytes, count);
-#if defined(__AVX512DQ__)
-      if (count == field_lane_count) {
-        // The field shifted by a vector of counts (one micro-op; two for a scalar count), and NaN
-        // made canonical only in a register that has one (one vfpclassps, not four operations).
-        const __m512i bits = _mm512_add_epi32(std::bit_cast<__m512i>(h << 16),
-                                              _mm512_maskz_sllv_epi32(minifloat::detail::all_lanes16,
-                                                                      std::bit_cast<__m512i>(e), prefix_shift_));
-        const field_lanes value = std::bit_cast<field_lanes>(bits);
-        // vfpclassps categories 0x01 quiet NaN, 0x80 signalling NaN.
-        minifloat::detail::store_lanes(
-            out, _mm512_fpclass_ps_mask(_mm512_castsi512_ps(bits), 0x81) == 0 ? value : canonical_nan_bits(value));
-        return;
-      }
-#endif
-      minifloat::detail::store_lanes(out, canonical_nan_bits((h << 16) + (e << (16 - kept_))), count);
+      // A stochastic field sign-extended from its width (float_prefix.hpp).
+      prefix_.restore(h, stochastic_ ? load_fields<Extra, true>(ebytes, count) : load_fields<Extra>(ebytes, count),
+                      count, out);
     } else {
       minifloat::detail::store_lanes(out, codes_to_values(h, load_fields<Extra>(ebytes, count)), count);
     }
@@ -567,57 +241,26 @@ class pair_restorer {
     return minifloat::detail::value_lanes(codec_, (h << kept_) | e,
                                           [](field_lanes v) { return minifloat::detail::integer_to_float_bits(v); });
   }
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  /// pair_form::hardware_binary16's restore of 16 pairs (binary16 codes at vbytes, extra bytes at
-  /// ebytes) into out; false, storing nothing, where an h is NaN or Inf or a flagged zero.
-  [[gnu::always_inline]] bool restore_binary16(const unsigned char* vbytes, const unsigned char* ebytes,
-                                               float* out) const {
-    namespace core = minifloat::detail;
-    __m256i h;
-    std::memcpy(&h, vbytes, sizeof h);
-    const __m512 f = _mm512_maskz_cvtph_ps(core::all_lanes16, h);
-    // A stochastic field's flag (bit 7) counts -2^7 steps of R: one step of h down.
-    const __m512i e = std::bit_cast<__m512i>(stochastic_ ? load_fields<std::uint8_t, true>(ebytes, field_lane_count)
-                                                         : load_fields<std::uint8_t>(ebytes, field_lane_count));
-    const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000U));
-    const __m512i f_bits = _mm512_castps_si512(f);
-    const __m512 magnitude = _mm512_castsi512_ps(_mm512_maskz_andnot_epi32(core::all_lanes16, sign, f_bits));
-    // |h| < 2^-13 (exponent field 0 or 1): sign(h) * (|f| + e * step); NaN or Inf h gives NaN or
-    // +Inf here, a flagged zero h a negative magnitude, and those registers take the rebiased form.
-    const __m512 small_magnitude =
-        _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(core::all_lanes16, e), _mm512_set1_ps(small_step_), magnitude);
-    if (_mm512_fpclass_ps_mask(small_magnitude, not_a_magnitude) != 0) return false;
-    const __m512i normal =
-        _mm512_add_epi32(f_bits, _mm512_maskz_sllv_epi32(core::all_lanes16, e, _mm512_set1_epi32(13 - kept_)));
-    const __mmask16 small = _mm256_testn_epi16_mask(h, _mm256_set1_epi16(0x7800));
-    const __m512i value =
-        _mm512_mask_or_epi32(normal, small, _mm512_castps_si512(small_magnitude), _mm512_and_si512(f_bits, sign));
-    std::memcpy(out, &value, sizeof value);
-    return true;
-  }
-  /// vfpclassps categories that are not the magnitude of a pair value: QNaN, SNaN, +Inf, negative.
-  static constexpr int not_a_magnitude = 0x01 | 0x80 | 0x08 | 0x40;
-#endif
+
   minifloat::detail::codec_plan<float> codec_;
   int kept_;
   std::uint32_t kept_mask_;
   bool stochastic_;
+  float_prefix_pairs prefix_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
 #endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  binary16_pairs binary16_;
   scaled_binary16_pairs scaled_;
-#endif
-  float small_step_;  ///< R's step below 2^-13 for hardware_binary16: 2^-(24 + n)
-#if defined(__AVX512DQ__)
-  __m512i prefix_shift_;  ///< 16 - n in every lane: float_prefix's shift of the extra field
 #endif
 };
 
 /// split_block's steps on one register of floats, through the core's lane kernels (round_lanes,
 /// code_lanes, lane_random) called as encode_lanes calls them, or the pair_form Form (the
 /// plan's form) that gives their bits. Every form of a stochastic split takes its one decision,
-/// where h rounds away from zero, from rounds_away.
+/// where h rounds away from zero, from rounds_away. Under the reference core (split_plan) the
+/// decision and the rounding take the core's lane kernels only: no float-arithmetic forms.
 template <pair_form Form>
 class pair_splitter {
  public:
@@ -627,8 +270,8 @@ class pair_splitter {
         round_(sp.stochastic.plan()),
         truncate_codec_(minifloat::detail::make_codec_plan<float>(truncate_.fmt)),
         round_codec_(minifloat::detail::make_codec_plan<float>(round_.fmt)),
-        truncate_float_add_(minifloat::detail::use_float_add(truncate_)),
-        round_float_add_(minifloat::detail::use_float_add(round_)),
+        truncate_float_add_(!sp.reference && minifloat::detail::use_float_add(truncate_)),
+        round_float_add_(!sp.reference && minifloat::detail::use_float_add(round_)),
         stochastic_(sp.layout.mode == split_mode::stochastic),
         clamp_(sp.clamp),
         finite_only_(truncate_.fmt.encoding == specials::all_finite),
@@ -637,7 +280,7 @@ class pair_splitter {
         // (e4m3: 2^-6) N(0, 0.02) weights mix in most registers and the test would mispredict.
         plain_first_(sp.layout.visible.emin() <= -14),
         successor_codes_(round_.keeps_signed_grid()),
-        plain_carries_(plain_first_ && round_.plain_path),
+        plain_carries_(!sp.reference && plain_first_ && round_.plain_path),
         normal2_(round_.smallest_normal_bits() << 1),
         below_top_span2_(((round_.max_bits & 0x7F800000U) << 1) - normal2_),
         top_binade_bits_(round_.max_bits & 0x7F800000U),
@@ -645,22 +288,17 @@ class pair_splitter {
         kept_mask_(sp.kept_mask),
         limit_bits_(std::bit_cast<std::uint32_t>(sp.limit)),
         first_draw_(sp.stochastic.first_index() + first_draw),
-        draw_(sp.stochastic.rng())
+        draw_(sp.stochastic.rng()),
+        prefix_(sp.layout)
 #if defined(__AVX512F__)
         ,
         rebiased_(sp.layout),
         plain_fraction_shift_(_mm512_set1_epi32(32 - static_cast<int>(round_.d_normal))),
         field_flag_lanes_(_mm512_set1_epi32(1 << sp.kept))
 #endif
-#if defined(__AVX512DQ__)
-        ,
-        prefix_shift_(_mm512_set1_epi32(16 - sp.kept)),
-        kept_mask_lanes_(_mm512_set1_epi32(static_cast<int>(sp.kept_mask))),
-        binary16_field_shift_(_mm512_set1_epi32(13 - sp.kept)),
-        minus_one16_(_mm256_set1_epi16(-1))
-#endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
         ,
+        binary16_(sp.layout),
         scaled_(sp.layout)
 #endif
   {
@@ -735,7 +373,7 @@ class pair_splitter {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
       if (count == field_lane_count && in_plain_range(u)) {
-        store_binary16(u, stochastic_ ? rounds_away(u, random) : 0, vbytes, ebytes);
+        binary16_.split(u, stochastic_ ? rounds_away(u, random) : 0, vbytes, ebytes);
         return true;
       }
     }
@@ -775,18 +413,7 @@ class pair_splitter {
 #endif
 #if defined(__AVX512DQ__)
     if constexpr (Form == pair_form::float_prefix) {
-      // Without NaN or Inf lanes (one vfpclassps: 0x01 quiet NaN, 0x08 +Inf, 0x10 -Inf, 0x80
-      // signalling NaN) no NaN is made canonical and every lane takes its flag; h is the float's
-      // top half and the field the next n bits, shifted by a vector of counts (one micro-op each
-      // where the general form below takes two shifts by scalar counts, two each, and seven for
-      // the NaN and Inf lanes).
-      const __m512i x = std::bit_cast<__m512i>(u);
-      if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) == 0) {
-        // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
-        // _mm512_undefined_epi32() (-Wmaybe-uninitialized).
-        const __mmask16 all = core::all_lanes16;
-        h = std::bit_cast<field_lanes>(_mm512_maskz_srli_epi32(all, x, 16));
-        e = std::bit_cast<field_lanes>(_mm512_and_si512(_mm512_maskz_srlv_epi32(all, x, prefix_shift_), kept_mask_lanes_));
+      if (prefix_.finite_fields(u, h, e)) {
         // bfloat16 has successor codes.
         if (stochastic_) take_rounded_up(rounds_away(u, random), h, e);
         return true;
@@ -795,7 +422,7 @@ class pair_splitter {
 #endif
     field_lanes wide;
     if constexpr (Form == pair_form::float_prefix) {
-      wide = canonical_nan_bits(u) >> (16 - kept_);
+      wide = prefix_.codes(u);
     } else {
       field_lanes source = u;
       if (clamp_) {  // split_block's clamp: finite beyond the largest pair value -> that value
@@ -898,28 +525,6 @@ class pair_splitter {
     return core::round_lanes<rounding::stochastic, false>(round_, u, random, unused_, ~field_lanes{}, round_float_add_);
   }
 
-#if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
-  /// pair_form::hardware_binary16's split of a register u in in_plain_range into 16 binary16
-  /// codes at vbytes and extra bytes at ebytes, given the lanes `up` that a stochastic split
-  /// rounds away from zero (none for a truncating one).
-  [[gnu::always_inline]] void store_binary16(field_lanes u, __mmask16 up, unsigned char* vbytes,
-                                             unsigned char* ebytes) const {
-    const __m512i x = std::bit_cast<__m512i>(u);
-    __m256i h =
-        _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
-    // The next n bits below h's last one; the byte store drops the bits above.
-    __m512i e = _mm512_maskz_srlv_epi32(minifloat::detail::all_lanes16, x, binary16_field_shift_);
-    if (stochastic_) {
-      // A flag: h one code up, the field's bit 7 set (its low 7 bits are the float's).
-      h = _mm256_mask_sub_epi16(h, up, h, minus_one16_);
-      e = _mm512_and_si512(e, kept_mask_lanes_);
-      e = _mm512_mask_or_epi32(e, up, e, field_flag_lanes_);
-    }
-    std::memcpy(vbytes, &h, sizeof h);
-    const __m128i e_bytes = _mm512_maskz_cvtepi32_epi8(minifloat::detail::all_lanes16, e);
-    std::memcpy(ebytes, &e_bytes, sizeof e_bytes);
-  }
-#endif
 
   rounding_plan<float> truncate_, round_;
   minifloat::detail::codec_plan<float> truncate_codec_, round_codec_;
@@ -932,6 +537,7 @@ class pair_splitter {
   std::uint64_t first_draw_;
   minifloat::detail::lane_random<field_lanes> draw_;
   minifloat::detail::lane_counts<field_lanes> unused_;
+  float_prefix_pairs prefix_;
 #if defined(__AVX512F__)
   rebiased_pairs rebiased_;
   // Constants as registers made once: GCC rebuilt them every register (a move and a broadcast,
@@ -939,13 +545,8 @@ class pair_splitter {
   __m512i plain_fraction_shift_;  ///< 32 - d: rounds_away's plain fraction
   __m512i field_flag_lanes_;      ///< 1 << kept_: a stochastic field's flag
 #endif
-#if defined(__AVX512DQ__)
-  __m512i prefix_shift_;          ///< 16 - n in every lane: float_prefix's shift of the extra field
-  __m512i kept_mask_lanes_;       ///< kept_mask_: a field below its flag
-  __m512i binary16_field_shift_;  ///< 13 - n: hardware_binary16's extra field from the float's bits
-  __m256i minus_one16_;           ///< -1 in every 16-bit lane: hardware_binary16's h one code up
-#endif
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
+  binary16_pairs binary16_;
   scaled_binary16_pairs scaled_;
 #endif
 };
@@ -1058,71 +659,6 @@ class byte_field_weights {
 };
 #endif  // !defined(__CUDA_ARCH__)
 
-/// The layouts whose pairs are the leading bits of a float: bfloat16 + 8 or + 16, truncating.
-/// Their restored format R = fp(8, 7 + k, 127) has float's binades and specials, so R's code of
-/// a float x (toward zero) is x's bits shifted right by 16 - k and R's value of a code is the code
-/// shifted back — except NaN, which the core encodes as R's quiet NaN of its sign and decodes as
-/// float's (the payload is not kept) — and with 16- and 8-bit fields the packed words are plain
-/// little-endian arrays. split_into and reconstruct take these layouts in one pass per block
-/// without the core's encode and decode or the bit-packing kernels; tests/storage/test_split.cpp
-/// checks them against the core (every special, subnormals, NaN payloads, arbitrary codes).
-inline bool float_prefix_layout(const split_layout& l) {
-  return std::endian::native == std::endian::little && l.visible == bfloat16 && l.mode == split_mode::truncate &&
-         (l.extra_bits == 8 || l.extra_bits == 16);
-}
-
-/// R's code (visible bits, then K extra bits) of a float, and R's value of a code, for a
-/// float_prefix_layout with K extra bits.
-template <int K>
-inline std::uint32_t prefix_code(float x) {
-  return canonical_nan_bits(std::bit_cast<std::uint32_t>(x)) >> (16 - K);
-}
-template <int K>
-inline float prefix_value(std::uint32_t code) {
-  return std::bit_cast<float>(canonical_nan_bits(code << (16 - K)));
-}
-
-/// split_into for a float_prefix_layout with extra fields of type Extra (uint8_t or uint16_t).
-template <class Extra>
-void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visible_words,
-                        std::span<std::uint32_t> extra_words) {
-  constexpr int k = 8 * sizeof(Extra);
-  std::uint16_t visible[block_values];
-  Extra extra[block_values];
-  auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
-  auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
-  for (std::size_t start = 0; start < x.size(); start += block_values) {
-    const std::size_t m = std::min(block_values, x.size() - start);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t code = prefix_code<k>(x[start + i]);
-      visible[i] = static_cast<std::uint16_t>(code >> k);
-      extra[i] = static_cast<Extra>(code);
-    }
-    std::memcpy(vbytes + start * 2, visible, m * 2);
-    std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
-  }
-  clear_padding<std::uint16_t, Extra>(vbytes, ebytes, x.size());
-}
-
-/// reconstruct for a float_prefix_layout with extra fields of type Extra.
-template <class Extra>
-void reconstruct_float_prefix(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
-                              std::span<float> out) {
-  constexpr int k = 8 * sizeof(Extra);
-  std::uint16_t visible[block_values];
-  Extra extra[block_values];
-  const auto* const vbytes = reinterpret_cast<const unsigned char*>(visible_words.data());
-  const auto* const ebytes = reinterpret_cast<const unsigned char*>(extra_words.data());
-  for (std::size_t start = 0; start < out.size(); start += block_values) {
-    const std::size_t m = std::min(block_values, out.size() - start);
-    std::memcpy(visible, vbytes + start * 2, m * 2);
-    std::memcpy(extra, ebytes + start * sizeof(Extra), m * sizeof(Extra));
-    for (std::size_t i = 0; i < m; ++i) {
-      out[start + i] = prefix_value<k>((std::uint32_t{visible[i]} << k) | extra[i]);
-    }
-  }
-}
-
 /// split_into by split_block and pack, for any layout (the path byte-wide layouts leave).
 inline void split_packed(const split_plan& p, std::span<const float> x, std::size_t first,
                          std::span<std::uint32_t> visible_words, std::span<std::uint32_t> extra_words) {
@@ -1152,18 +688,17 @@ inline void reconstruct_packed(std::span<const std::uint32_t> visible_words, std
   }
 }
 
-#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above split_fields)
-/// Calls f(Visible{}, Extra{}, form) with the field types of a byte_field_layout and its
-/// pair_form_for as a std::integral_constant: each form's loops are compiled apart (one loop
-/// testing the form per register made SGD e4m3 + 8 15-23 % slower, measured).
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
+/// Calls f(Visible{}, Extra{}, form) with the field types of a byte_field_layout and its pair
+/// form as a std::integral_constant: each form's loops are compiled apart (one loop testing the
+/// form per register made SGD e4m3 + 8 15-23 % slower, measured).
 template <class F>
-void with_field_types(const split_layout& l, F f) {
-  const auto with_extra = [&](auto visible, auto form) {
-    if (l.extra_bits == 8) f(visible, std::uint8_t{}, form);
-    else f(visible, std::uint16_t{}, form);
+void with_field_types(const split_layout& l, pair_form form, F f) {
+  const auto with_extra = [&](auto visible, auto form_constant) {
+    if (l.extra_bits == 8) f(visible, std::uint8_t{}, form_constant);
+    else f(visible, std::uint16_t{}, form_constant);
   };
   constexpr std::integral_constant<pair_form, pair_form::core> core_form;
-  const pair_form form = pair_form_for(l);
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
   if (form == pair_form::hardware_binary16) {
     f(std::uint16_t{}, std::uint8_t{}, std::integral_constant<pair_form, pair_form::hardware_binary16>{});
@@ -1196,16 +731,16 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
   const split_layout& l = p.layout;
   check_words(visible_words.size(), x.size(), l.visible_bits(), "minifloat::storage::split");
   check_words(extra_words.size(), x.size(), l.extra_bits, "minifloat::storage::split");
-  if (float_prefix_layout(l)) {
+  if (p.form == pair_form::float_prefix && float_prefix_layout(l)) {
     if (l.extra_bits == 8) split_float_prefix<std::uint8_t>(x, visible_words, extra_words);
     else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
     return;
   }
-#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above split_fields)
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
   if (byte_field_layout(l)) {
     auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
     auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
-    with_field_types(l, [&](auto visible, auto extra, auto form) {
+    with_field_types(l, p.form, [&](auto visible, auto extra, auto form) {
       using Visible = decltype(visible);
       using Extra = decltype(extra);
       split_fields<Visible, Extra, decltype(form)::value>(p, x, first, vbytes, ebytes);
@@ -1226,21 +761,24 @@ inline void split(std::span<const float> x, const split_layout& l, std::span<std
   detail::split_into(detail::split_plan(l, o), x, 0, visible_words, extra_words);
 }
 
-/// out[i] = the restored value of pair i: x rounded toward zero to l.restored() for out.size() pairs.
+/// out[i] = the restored value of pair i: x rounded toward zero to l.restored() for out.size()
+/// pairs. `backend` as split_options::backend.
 inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
-                        const split_layout& l, std::span<float> out) {
+                        const split_layout& l, std::span<float> out,
+                        backend_policy backend = backend_policy::from_environment) {
   l.validate();
   detail::check_words(visible_words.size(), out.size(), l.visible_bits(), "minifloat::storage::reconstruct");
   detail::check_words(extra_words.size(), out.size(), l.extra_bits, "minifloat::storage::reconstruct");
-  if (detail::float_prefix_layout(l)) {
+  const detail::pair_form form = detail::pair_form_for(l, backend);
+  if (form == detail::pair_form::float_prefix && detail::float_prefix_layout(l)) {
     if (l.extra_bits == 8) detail::reconstruct_float_prefix<std::uint8_t>(visible_words, extra_words, out);
     else detail::reconstruct_float_prefix<std::uint16_t>(visible_words, extra_words, out);
     return;
   }
-#if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
+#if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
   if (detail::byte_field_layout(l)) {
-    detail::with_field_types(l, [&](auto visible, auto extra, auto form) {
-      detail::reconstruct_fields<decltype(visible), decltype(extra), decltype(form)::value>(
+    detail::with_field_types(l, form, [&](auto visible, auto extra, auto form_constant) {
+      detail::reconstruct_fields<decltype(visible), decltype(extra), decltype(form_constant)::value>(
           l, reinterpret_cast<const unsigned char*>(visible_words.data()),
           reinterpret_cast<const unsigned char*>(extra_words.data()), out);
     });
@@ -1349,7 +887,7 @@ class split_tensor {
 #if !defined(__CUDA_ARCH__)  // host-only SIMD (see above detail::split_fields)
     if (!detail::byte_field_layout(layout_)) return false;
     next_generation();
-    detail::with_field_types(layout_, [&](auto visible, auto extra, auto form) {
+    detail::with_field_types(layout_, plan_.form, [&](auto visible, auto extra, auto form) {
       f(detail::byte_field_weights<decltype(visible), decltype(extra), decltype(form)::value>(plan_, visible_.words(),
                                                                                              extra_.words(), size()));
     });
