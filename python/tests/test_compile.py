@@ -8,7 +8,15 @@ import torch
 from torch import nn
 
 import minifloat as mf
+from minifloat import _custom_ops
 from minifloat._custom_ops import CPU_KERNELS_IN_CPP, operator_args
+
+# The rounding operators' CPU kernels as the dispatcher runs them (C++ where _torch_ops.so was
+# built) and the Python ones (the fallback elsewhere), called directly so that both are tested.
+KERNELS = {"dispatcher": (torch.ops.minifloat.quantize, torch.ops.minifloat.quantize_with_stats,
+                          torch.ops.minifloat.quantize_),
+           "python": (_custom_ops._quantize_kernel, _custom_ops._quantize_with_stats_kernel,
+                      _custom_ops._quantize_in_place_kernel)}
 
 
 def same_bits(a, b):
@@ -137,40 +145,43 @@ def test_quantize_refuses_block_arguments_for_a_scalar_format():
         mf.quantize(torch.ones(4), "e4m3", axis=0)
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("fmt, rounding, overflow", [("e4m3", "nearest_even", "saturate"),
                                                      ("e5m2", "stochastic", "infinity"),
                                                      ("e2m1", "toward_zero", "saturate"),
                                                      ("e8m0", "nearest_away", "infinity"),
                                                      ("bf16", "to_odd", "infinity")])
-def test_rounding_operators_give_the_eager_bits_and_counts(dtype, fmt, rounding, overflow):
+def test_rounding_operators_give_the_eager_bits_and_counts(kernels, dtype, fmt, rounding, overflow):
     """The operators' CPU kernels (C++ where _torch_ops.so was built, else Python) against the
     eager path, on a strided tensor with specials, over more than one piece of work."""
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        check_rounding_operators(dtype, fmt, rounding, overflow)
+        check_rounding_operators(*KERNELS[kernels], dtype, fmt, rounding, overflow)
     finally:
         torch.set_num_threads(threads)
 
 
-def check_rounding_operators(dtype, fmt, rounding, overflow):
+def check_rounding_operators(quantize, quantize_with_stats, quantize_, dtype, fmt, rounding, overflow):
     x = (torch.randn(3, 70001, dtype=dtype) * 300)[:, ::2]
     x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0], dtype=dtype)
     args = operator_args(x, fmt, rounding, overflow, 2**64 - 7, 11, 0, "test")
     want, stats = mf.quantize(x, fmt, rounding, overflow, seed=2**64 - 7, index=11, stats=True)
-    assert same_bits(torch.ops.minifloat.quantize(*args), want)
-    y, counts = torch.ops.minifloat.quantize_with_stats(*args)
+    assert same_bits(quantize(*args), want)
+    y, counts = quantize_with_stats(*args)
     assert same_bits(y, want) and counts.tolist() == list(stats)
     z = x.clone()
-    torch.ops.minifloat.quantize_(z, *args[1:])
+    quantize_(z, *args[1:])
     zs = x.clone()[:, ::3]
-    torch.ops.minifloat.quantize_(zs, *args[1:])
+    quantize_(zs, *args[1:])
     assert same_bits(z, want) and same_bits(zs, mf.quantize(x.clone()[:, ::3], fmt, rounding, overflow,
                                                             seed=2**64 - 7, index=11))
 
 
-def test_rounding_operators_refuse_bad_arguments_and_leave_the_input():
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_rounding_operators_refuse_bad_arguments_and_leave_the_input(kernels):
+    quantize, _, quantize_ = KERNELS[kernels]
     x = torch.randn(16)
     before = x.clone()
     key = [4, 3, 7, 1, 1]
@@ -178,9 +189,9 @@ def test_rounding_operators_refuse_bad_arguments_and_leave_the_input():
                        ((key, 0, 5, 0, 0, 0), "overflow"), ((key, 3, 0, 0, 0, 70), "random_bits"),
                        (([40, 3, 7, 1, 1], 0, 0, 0, 0, 0), "format")]:
         with pytest.raises(ValueError, match=match):
-            torch.ops.minifloat.quantize_(x, *bad)
+            quantize_(x, *bad)
     with pytest.raises(TypeError, match="float32 or float64"):
-        torch.ops.minifloat.quantize(x.to(torch.int32), key, 0, 0, 0, 0, 0)
+        quantize(x.to(torch.int32), key, 0, 0, 0, 0, 0)
     assert torch.equal(x, before)
 
 
