@@ -311,9 +311,18 @@ struct block_scale {
   bool nan = false, clamped = false, zero = false;
 };
 
+/// The float bit pattern of 2^e for e in −126..127 (a normal power of two), for one exponent
+/// (std::uint32_t holding e modulo 2^32) or a register of them: the one place the scale's
+/// exponent becomes a float.
+template <class U>
+MINIFLOAT_HD constexpr U normal_power_of_two_bits(U e) {
+  return (e + 127u) << 23;
+}
+
 /// 2^e as a float for e in −127..127 (2^−127 is a float subnormal).
 MINIFLOAT_HD constexpr float exp2_float(int e) {
-  return e >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(e + 127) << 23) : std::bit_cast<float>(0x00400000u);
+  return e >= -126 ? std::bit_cast<float>(normal_power_of_two_bits(static_cast<std::uint32_t>(e)))
+                   : std::bit_cast<float>(0x00400000u);
 }
 
 struct scale_finder {
@@ -562,9 +571,9 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
     const std::uint32_t field = amax_bits >> 23;
     if (const int e = static_cast<int>(mx_exponent(field, amax_bits & 0x7fffffu, emax_plus_bias, mantissa_bound));
         !Divide && field > 0 && field < 255 && e >= -126 && e <= 126) {
-      // the common MX case inline: a normal amax, no clamping; 2^±s from bits
-      s.to_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
-      s.from_element = std::bit_cast<float>(static_cast<std::uint32_t>(127 + e) << 23);
+      // the common MX case inline: a normal amax, no clamping, 2^±s normal
+      s.to_element = exp2_float(-e);
+      s.from_element = exp2_float(e);
       s.code = static_cast<std::uint8_t>(e + 127);
     } else {
       s = scales(amax_bits);
@@ -644,8 +653,8 @@ void block_kernel(std::span<const float> in, const block_format& f, const block_
           groups_without_look -= groups_without_look != 0;
         }
         alignas(64) std::uint32_t to_bits[16], from_bits[16], plain_block[16];
-        store_lanes(to_bits, V((127u - e) << 23));
-        store_lanes(from_bits, V((127u + e) << 23));
+        store_lanes(to_bits, normal_power_of_two_bits(V{} - e));
+        store_lanes(from_bits, normal_power_of_two_bits(e));
         store_lanes(plain_block, plain);
         for (std::size_t b = 0; b < 16; ++b) {
           const auto to = std::bit_cast<FV>(V{} + to_bits[b]);  // broadcasts (0.0f + x would be an add)
