@@ -92,11 +92,10 @@ inline void store_lanes(T* p, const V& v, std::size_t count = sizeof(V) / sizeof
 }
 
 /// How far ahead of a streaming loop's position its input and output are requested: one 4 KiB
-/// page. On a Sapphire-Rapids-class Xeon (docs/performance.md's "Intel SPR") the hardware
-/// prefetcher alone held quantize of 16M floats at 0.77-0.87x memcpy
-/// for stochastic rounding (its AES chain delays the loads, so the prefetcher falls behind) and
-/// 0.89-0.95x for the nearest modes; requesting the input line and the output line (for
-/// writing) a page ahead gave 0.96-1.01x and 0.99-1.04x. In cache it costs nothing measurable.
+/// page. With the hardware prefetcher alone, large quantize calls stayed below memcpy's speed
+/// (most for stochastic rounding, whose AES chain delays the loads so the prefetcher falls
+/// behind); requesting the input line, and the output line for writing, a page ahead brought them
+/// to memcpy's speed; in cache it costs nothing measurable.
 inline constexpr std::size_t prefetch_ahead_bytes = 4096;
 
 /// Requests the cache lines of p[first, first + count) that lie inside the array's n elements

@@ -456,35 +456,29 @@ void check_storable(const W& t, Dry dry, const char* who, minifloat::threads par
 /// floats (L1), updated and split again before the next tile is read, so every stream (fields,
 /// gradients, state) advances together. A tile's restore, update and split (about 300
 /// instructions for 128 weights) fit in the core's out-of-order window, so the next tile's
-/// loads start while it computes. On a Sapphire-Rapids-class Xeon (docs/performance.md's "Intel
-/// SPR") 128 made every 16M split step 5-20 % faster than 256 (SGD
-/// fp16+8 15.8-16.1 -> 13.4-13.5 ms, Adam e4m3+8 stochastic 0.75-0.77x -> 0.95-1.01x the fp32
-/// step), 64 and 512 were slower, and in cache 128 was no slower; on the Zen 4 VM, 256 had
-/// measured about 5 % faster than 128 (SGD fp16+8 stochastic).
+/// loads start while it computes. Smaller tiles pay the loop overhead more often, larger ones
+/// leave the window; 128 measured fastest on the Intel machines of docs/performance.md.
 inline constexpr std::size_t field_tile = 128;
 
 /// How far ahead of the tile being updated a step requests lines: four tiles. The tile loop
 /// requests the fields for writing (every step rewrites them in place), and an SGD step its
 /// gradient and momentum lines (2 KiB of floats ahead). The restore and split between tiles
-/// leave the hardware prefetcher no stream to follow; on that Xeon the SGD requests took
-/// SGD fp16+8 from 19.8-20.2 to 16.0-16.2 ms per 16M weights (256-weight tiles, 4 KiB ahead),
-/// with 128-weight tiles 2 KiB ahead was as fast as 3 KiB and faster than 1 and 8 KiB, and the
-/// field requests added 2-6 % to most split steps.
-/// Adam's tile step, whose arithmetic covers its loads, was no faster with requests for its
-/// gradient and moments (either tile size) and makes none.
+/// leave the hardware prefetcher no stream to follow, so the steps request the lines themselves;
+/// closer requests arrive late, farther ones are evicted before use.
+/// Adam's tile step, whose arithmetic covers its loads, gains nothing from requests for its
+/// gradient and moments and makes none.
 inline constexpr std::size_t tile_prefetch_distance = 4 * field_tile;
 
 /// An optimizer's step on one tile of restored weights, called as (tile, at, n): the tile holds
 /// weights [at, at + n). Type-erased, so that the tile loop over a layout's fields
 /// (step_tiles) is compiled once per layout kind rather than once per optimizer flag variant
-/// (SGD and Adam have 16 to 32 each): with the field code inlined into every variant,
-/// tests/storage/test_optimizers.cpp took 435 s to compile.
+/// (SGD and Adam have 16 to 32 each): with the field code inlined into every variant, a program
+/// that steps every layout took minutes to compile.
 class tile_step {
  public:
   /// Holds a reference to `step`, which must outlive this object. A whole tile (n == field_tile)
-  /// calls step with the constant size, so its loops compile to full-register loads and stores;
-  /// one body taking the size as an argument made SGD fp16+8 2.6x slower (7.4-7.6 -> 19.7-22.3 ms
-  /// per 16M step, measured).
+  /// calls step with the constant size, so its loops compile to full-register loads and stores
+  /// (one body taking the size as an argument was several times slower).
   template <class Step>
   explicit tile_step(Step& step) : object_(&step), call_(&call<Step>) {}
   void operator()(float* tile, std::size_t at, std::size_t n) const { call_(object_, tile, at, n); }
@@ -508,7 +502,7 @@ class tile_step {
 /// tests/storage/test_optimizers.cpp holds the same ten as with `noclone`, which clang does not
 /// know). The weights are a local copy whose address nothing outside sees, so GCC keeps their constants and the generator's
 /// keys in registers across the field stores through byte pointers; in an out-of-line call per
-/// tile it reloaded them every register (SGD fp16+8 stochastic 8.3 -> 9.4-10.1 ms per 16M step).
+/// tile it reloaded them every register.
 template <class Fields>
 [[gnu::noinline, gnu::flatten]] void step_tiles(const Fields& fields, tile_step step, std::size_t begin,
                                                 std::size_t end) {
