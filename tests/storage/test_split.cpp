@@ -492,6 +492,44 @@ TEST_CASE("the reference-core switch (split_options::backend, MINIFLOAT_REFERENC
   }
 }
 
+TEST_CASE("a split_tensor keeps the backend it was given for every later store and restore, with the same words "
+          "under the reference core and the fastest backend",
+          "[split][byte_fields][backend]") {
+  using ms::detail::pair_form;
+  std::vector<ms::split_layout> layouts(std::begin(byte_field_layouts), std::end(byte_field_layouts));
+  layouts.push_back({minifloat::bfloat16, 8});
+  for (const auto& l : layouts) {
+    INFO(minifloat::to_string(l.visible) << " + " << l.extra_bits
+                                         << (l.mode == ms::split_mode::stochastic ? " stochastic" : ""));
+    std::mt19937 gen(11);
+    const std::vector<float> x = split_specials(l, 517, gen), y = split_specials(l, 517, gen);
+    ms::split_tensor core(x, l, 9, minifloat::backend_policy::reference_core);
+    ms::split_tensor fast(x, l, 9, minifloat::backend_policy::fastest);
+    CHECK(core.backend() == minifloat::backend_policy::reference_core);
+    CHECK(fast.backend() == minifloat::backend_policy::fastest);
+    core.assign(y);  // a second generation: the plan rebuilt must keep the policy
+    fast.assign(y);
+    CHECK(std::ranges::equal(core.visible().words(), fast.visible().words()));
+    CHECK(std::ranges::equal(core.extra().words(), fast.extra().words()));
+    // a byte-field rewrite runs through the plan's pair form: the core's for the forced tensor
+    bool core_form = false, fast_form = false;
+    core.rewrite_byte_fields([&](auto w) { core_form = decltype(w)::form == pair_form::core; });
+    fast.rewrite_byte_fields([&](auto w) { fast_form = decltype(w)::form == pair_form::core; });
+    if (ms::detail::byte_field_layout(l)) {
+      CHECK(core_form);
+      CHECK(fast_form == (ms::detail::pair_form_for(l) == pair_form::core));
+    }
+    const ms::split_tensor restored = ms::split_tensor::from_parts(l, 9, core.generation(), core.visible(),
+                                                                   core.extra(), minifloat::backend_policy::reference_core);
+    CHECK(restored.backend() == minifloat::backend_policy::reference_core);
+    const std::vector<float> a = restored.reconstruct(), b = fast.reconstruct();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      INFO(i);
+      REQUIRE(std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(b[i]));
+    }
+  }
+}
+
 TEST_CASE("binary16-, bfloat16-, e4m3- and e5m2-visible layouts (the float-prefix, rebiased, hardware_binary16 and "
           "scaled_binary16 pair forms) "
           "store the scalar core's fields for floats of every class and restore every pair as the core decodes it",

@@ -592,8 +592,7 @@ template <class Visible, class Extra, pair_form Form>
                                                     out.data() + i);
   };
   // Whole registers with the constant count, so the field loads and the store are single
-  // instructions (with the count a variable they were calls to memcpy: 16M fp16+8 pairs took
-  // 19-22 ms), then the tail.
+  // instructions (with the count a variable they are calls to memcpy), then the tail.
   const std::size_t whole = out.size() / field_lane_count * field_lane_count;
   for (std::size_t i = 0; i < whole; i += field_lane_count) restore_at(i, field_lane_count);
   if (whole < out.size()) restore_at(whole, out.size() - whole);
@@ -615,6 +614,7 @@ class byte_field_weights {
         extra_(reinterpret_cast<unsigned char*>(extra_words.data())),
         size_(n) {}
   static constexpr std::size_t lanes = field_lane_count;  ///< the most values one load or store takes
+  static constexpr pair_form form = Form;                  ///< the backend the plan chose
   std::size_t size() const { return size_; }
   [[gnu::always_inline]] void load(std::size_t i, std::size_t count, float* out) const {
     restore_.template restore_fields<Visible, Extra>(visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra), count,
@@ -791,12 +791,16 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
 /// A tensor in split storage: size() weights as packed visible codes plus packed extra fields.
 /// Each rewrite (assign, or an optimizer step) is a new generation: stochastic draws come from
 /// (seed, generation, element index), so results do not depend on how the work is chunked.
+/// `backend` chooses the implementations of every split and restore of this tensor
+/// (split_options::backend); every choice stores the same bits.
 class split_tensor {
  public:
-  split_tensor(std::span<const float> x, const split_layout& l, std::uint64_t seed = 0)
+  split_tensor(std::span<const float> x, const split_layout& l, std::uint64_t seed = 0,
+               backend_policy backend = backend_policy::from_environment)
       : layout_(detail::validated(l)),
         seed_(seed),
-        plan_(l, draws(seed, 0)),
+        backend_(backend),
+        plan_(l, draws(seed, 0, backend)),
         visible_(x.size(), l.visible_bits()),
         extra_(x.size(), l.extra_bits) {
     store(0, x);
@@ -807,8 +811,9 @@ class split_tensor {
   /// Throws std::invalid_argument when the arrays' field widths differ from the layout's or
   /// their sizes differ from each other.
   static split_tensor from_parts(const split_layout& l, std::uint64_t seed, std::uint64_t generation,
-                                 packed_array visible, packed_array extra) {
-    split_tensor t(std::span<const float>{}, l, seed);
+                                 packed_array visible, packed_array extra,
+                                 backend_policy backend = backend_policy::from_environment) {
+    split_tensor t(std::span<const float>{}, l, seed, backend);
     if (visible.bits() != l.visible_bits() || extra.bits() != l.extra_bits || visible.size() != extra.size())
       throw std::invalid_argument("minifloat::storage::split_tensor::from_parts: " + std::to_string(visible.size()) +
                                   " codes of " + std::to_string(visible.bits()) + " bits and " +
@@ -818,7 +823,7 @@ class split_tensor {
     t.visible_ = std::move(visible);
     t.extra_ = std::move(extra);
     t.generation_ = generation;
-    t.plan_ = detail::split_plan(l, draws(seed, generation));
+    t.plan_ = detail::split_plan(l, draws(seed, generation, backend));
     return t;
   }
 
@@ -826,6 +831,7 @@ class split_tensor {
   const split_layout& layout() const { return layout_; }
   std::uint64_t seed() const { return seed_; }
   std::uint64_t generation() const { return generation_; }
+  backend_policy backend() const { return backend_; }
   /// The visible codes (for 8- and 16-bit formats, on a little-endian machine, the words are a
   /// plain uint8_t / uint16_t array of codes).
   const packed_array& visible() const { return visible_; }
@@ -858,7 +864,8 @@ class split_tensor {
   /// out = restored weights [start, start + out.size()).
   void load(std::size_t start, std::span<float> out) const {
     check_range(start, out.size(), "load");
-    storage::reconstruct(visible_.words_of(start, out.size()), extra_.words_of(start, out.size()), layout_, out);
+    storage::reconstruct(visible_.words_of(start, out.size()), extra_.words_of(start, out.size()), layout_, out,
+                         backend_);
   }
   /// Splits x into weights [start, start + x.size()) in the current generation.
   void store(std::size_t start, std::span<const float> x) {
@@ -900,12 +907,12 @@ class split_tensor {
   /// Starts a new generation (fresh stochastic draws for the next stores).
   void next_generation() {
     ++generation_;
-    plan_ = detail::split_plan(layout_, draws(seed_, generation_));
+    plan_ = detail::split_plan(layout_, draws(seed_, generation_, backend_));
   }
 
  private:
-  static split_options draws(std::uint64_t seed, std::uint64_t generation) {
-    return {generation_seed(seed, generation), 0};
+  static split_options draws(std::uint64_t seed, std::uint64_t generation, backend_policy backend) {
+    return {generation_seed(seed, generation), 0, backend};
   }
   void check_range(std::size_t start, std::size_t n, const char* who) const {
     if (start % 32 != 0 || start > size() || n > size() - start)
@@ -924,6 +931,7 @@ class split_tensor {
 
   split_layout layout_;
   std::uint64_t seed_;
+  backend_policy backend_;
   std::uint64_t generation_ = 0;
   detail::split_plan plan_;
   packed_array visible_;
