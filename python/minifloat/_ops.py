@@ -223,10 +223,12 @@ def quantize(x, fmt, rounding="nearest_even", overflow=None, seed=0, index=0, ra
     if block is not None:
         overflow = "saturate" if overflow is None else overflow
         if _traced(x) and out is None and not stats:
-            rounding_options(who, rounding, overflow, seed, index, random_bits)
+            mode, on_overflow, random_bits, seed, index = rounding_options(who, rounding, overflow, seed, index,
+                                                                           random_bits)
             return torch.ops.minifloat.quantize_blocks(
-                x.detach(), _custom_ops.block_key(block), axis, rounding, scale_rule, overflow,
-                _custom_ops.to_signed(seed), _custom_ops.to_signed(index), random_bits, tensor_scale)
+                x.detach(), _custom_ops.block_key(block), axis, mode, lookup(scale_rule, _blocks.SCALE_RULES, who,
+                                                                             "scale_rule"),
+                on_overflow, _custom_ops.to_signed(seed), _custom_ops.to_signed(index), random_bits, tensor_scale)
         return _blocks.quantize_blocks(x, block, axis=axis, rounding=rounding, scale_rule=scale_rule, overflow=overflow,
                                        seed=seed, index=index, random_bits=random_bits, tensor_scale=tensor_scale,
                                        stats=stats, out=out)
@@ -234,15 +236,20 @@ def quantize(x, fmt, rounding="nearest_even", overflow=None, seed=0, index=0, ra
         raise ValueError(f"{who}: axis, scale_rule and tensor_scale are for block formats; {fmt!r} is not one")
     overflow = "infinity" if overflow is None else overflow
     if _traced(x) and out is None:
-        if x.dtype not in (torch.float32, torch.float64) and (x.dtype in interop._TORCH
-                                                              or x.dtype == interop.TORCH_FP4_X2):
-            x = torch.ops.minifloat.decode(x, None, torch.float32)  # low-precision values: exactly float32 first
+        x = _traced_float_values(x)
         args = _operator_args(x.detach(), fmt, rounding, overflow, seed, index, random_bits, who)
         if not stats:
             return torch.ops.minifloat.quantize(*args)
         y, counts = torch.ops.minifloat.quantize_with_stats(*args)
         return y, RoundingStats(*counts.tolist())
     return _quantize(who, x, fmt, rounding, overflow, seed, index, random_bits, out, stats, False)
+
+
+def _traced_float_values(x):
+    """x, or its values exactly as float32 when x holds low-precision values (float8, bfloat16, ...)."""
+    if x.dtype not in (torch.float32, torch.float64) and (x.dtype in interop._TORCH or x.dtype == interop.TORCH_FP4_X2):
+        return decode(x)
+    return x
 
 
 def quantize_(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, stats=False):
@@ -292,10 +299,14 @@ def _code_dtype(dtype, f, is_torch, who):
 
 def _pack_nibbles(codes, who):
     """uint8 codes (..., 2k) -> (..., k) bytes, element 2i in the low nibble (torch's and torchao's order)."""
-    if codes.ndim == 0 or codes.shape[-1] % 2:
-        raise ValueError(f"{who}: two e2m1 codes go into each byte of float4_e2m1fn_x2, so the last dimension "
-                         f"must be even, not {codes.shape[-1] if codes.ndim else 'a scalar'}")
+    _check_nibble_pairs(codes, who)
     return np.ascontiguousarray(codes[..., 0::2] | (codes[..., 1::2] << 4))
+
+
+def _check_nibble_pairs(x, who):
+    if x.ndim == 0 or x.shape[-1] % 2:
+        raise ValueError(f"{who}: two e2m1 codes go into each byte of float4_e2m1fn_x2, so the last dimension "
+                         f"must be even, not {x.shape[-1] if x.ndim else 'a scalar'}")
 
 
 def _unpack_nibbles(packed):
@@ -304,6 +315,32 @@ def _unpack_nibbles(packed):
     codes[..., 0::2] = packed & 0x0F
     codes[..., 1::2] = packed >> 4
     return codes
+
+
+@torch.compiler.assume_constant_result
+def _traced_code_dtype(fmt, dtype):
+    """_code_dtype for a tensor, where fmt is a format key or name (a constant to torch.compile)."""
+    who = "minifloat.encode"
+    f = Format._from_key(tuple(fmt)) if isinstance(fmt, (tuple, list)) else as_format(fmt, who)
+    return _code_dtype(dtype, f, True, who)
+
+
+@torch.compiler.assume_constant_result
+def _traced_decode_key(fmt, codes_dtype):
+    """The format key decode's operator takes for codes of codes_dtype in fmt (a format key, name
+    or None), checked as the eager decode checks it (a constant to torch.compile)."""
+    who = "minifloat.decode"
+    packed = interop.packed_format_of(codes_dtype)
+    own = packed[0] if packed is not None else (
+        interop.format_of(codes_dtype) if codes_dtype not in (torch.float32, torch.float64) else None)
+    if own is None and (codes_dtype.is_floating_point or codes_dtype.is_complex or codes_dtype == torch.bool):
+        raise TypeError(f"{who}: codes has dtype {codes_dtype}; expected an integer dtype")
+    if fmt is None and own is None:
+        raise TypeError(f"{who}: fmt is needed for integer codes")
+    f = own if fmt is None else Format._from_key(tuple(fmt)) if isinstance(fmt, (tuple, list)) else as_format(fmt, who)
+    if own is not None and f != own:
+        raise ValueError(f"{who}: codes of dtype {codes_dtype} are codes of {own}, not of {f}")
+    return _custom_ops.key_list(f)
 
 
 def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0, dtype=None):
@@ -316,11 +353,11 @@ def encode(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0
     e2m3, torch.float4_e2m1fn_x2 for e2m1, two codes a byte along the last dimension, ...), or
     dtype="native" for the library's own dtype of fmt, returns the same codes as that dtype.
     ValueError when a value has no code (NaN or ±Inf into an all_finite format)."""
-    if _traced(x) and not (isinstance(dtype, str) and dtype == "native"):
+    if _traced(x):
         who = "minifloat.encode"
-        rounding_options(who, rounding, overflow, seed, index, random_bits)
-        return torch.ops.minifloat.encode(x.detach(), _format_name(fmt, who), rounding, overflow,
-                                          _custom_ops.to_signed(seed), _custom_ops.to_signed(index), random_bits, dtype)
+        args = _operator_args(_traced_float_values(x).detach(), fmt, rounding, overflow, seed, index, random_bits, who)
+        target = None if dtype is None else _traced_code_dtype(fmt._key if isinstance(fmt, Format) else fmt, dtype)
+        return torch.ops.minifloat.encode(*args, target)
     return _encode(x, fmt, rounding, overflow, seed, index, random_bits, dtype)
 
 
@@ -387,8 +424,9 @@ def decode(codes, fmt=None, dtype=None):
     types, bfloat16, float16: minifloat.format_of), whose format is then the default for fmt.
     torch dtypes for torch codes, NumPy dtypes for arrays."""
     if _traced(codes):
-        return torch.ops.minifloat.decode(codes, None if fmt is None else _format_name(fmt, "minifloat.decode"),
-                                          torch.float32 if dtype is None else dtype)
+        who = "minifloat.decode"
+        return torch.ops.minifloat.decode(codes, _traced_decode_key(fmt._key if isinstance(fmt, Format) else fmt,
+                                                                    codes.dtype), _is_double(dtype, who))
     return _decode(codes, fmt, dtype)
 
 

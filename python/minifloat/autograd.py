@@ -8,8 +8,8 @@ torch.export."""
 
 import torch
 
-from ._custom_ops import to_signed
-from ._ops import _format_name, rounding_options
+from . import interop
+from ._custom_ops import operator_args
 
 
 def quantize_ste(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, index=0, random_bits=0,
@@ -24,11 +24,11 @@ def quantize_ste(x, fmt, rounding="nearest_even", overflow="infinity", seed=0, i
     who = "minifloat.quantize_ste"
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{who}: x must be a torch.Tensor, not {type(x).__name__}")
-    rounding_options(who, rounding, overflow, seed, index, random_bits)
-    grad_name = None
+    if x.dtype not in (torch.float32, torch.float64) and x.dtype in interop._TORCH:
+        x = x.to(torch.float32)  # low-precision values (float8, bfloat16, ...): exactly, and differentiably
+    grad = (None, 0, 0, 0, 0, 0)
     if grad_format is not None:
-        grad_name = _format_name(grad_format, who + " (grad_format)")
-        rounding_options(who, grad_rounding, grad_overflow, grad_seed, grad_index, grad_random_bits, prefix="grad_")
-    return torch.ops.minifloat.quantize_ste(x, _format_name(fmt, who), rounding, overflow, to_signed(seed),
-                                            to_signed(index), random_bits, grad_name, grad_rounding, grad_overflow,
-                                            to_signed(grad_seed), to_signed(grad_index), grad_random_bits)
+        grad = operator_args(None, grad_format, grad_rounding, grad_overflow, grad_seed, grad_index, grad_random_bits,
+                             who + " (grad_format)", "grad_")[1:]
+    return torch.ops.minifloat.quantize_ste(*operator_args(x, fmt, rounding, overflow, seed, index, random_bits, who),
+                                            *grad)

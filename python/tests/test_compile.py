@@ -3,6 +3,8 @@ that call them compiles without a graph break and gives eager's bits; torch.expo
 with a rounding op runs; the fake implementations give the right shapes and dtypes and refuse
 the arguments eager refuses."""
 
+import contextlib
+
 import pytest
 import torch
 from torch import nn
@@ -17,6 +19,33 @@ KERNELS = {"dispatcher": (torch.ops.minifloat.quantize, torch.ops.minifloat.quan
                           torch.ops.minifloat.quantize_),
            "python": (_custom_ops._quantize_kernel, _custom_ops._quantize_with_stats_kernel,
                       _custom_ops._quantize_in_place_kernel)}
+PYTHON_KERNELS = {"quantize": _custom_ops._quantize_kernel, "quantize_with_stats": _custom_ops._quantize_with_stats_kernel,
+                  "quantize_": _custom_ops._quantize_in_place_kernel, "quantize_ste": _custom_ops._quantize_ste_kernel,
+                  "encode": _custom_ops._encode_kernel, "decode": _custom_ops._decode_kernel,
+                  "quantize_blocks": _custom_ops._quantize_blocks_kernel}
+OTHER_OPERATORS = ("encode", "decode", "quantize_ste", "quantize_blocks")
+
+
+def operator(name, kernels):
+    """An operator's CPU kernel: the dispatcher's (C++ where built) or the Python fallback."""
+    return getattr(torch.ops.minifloat, name) if kernels == "dispatcher" else PYTHON_KERNELS[name]
+
+
+@contextlib.contextmanager
+def cpu_kernels(kernels):
+    """With "python", the Python fallback kernels as every operator's CPU kernel in the dispatcher
+    (as where _torch_ops.so is absent), counting their calls; the registration is dropped after."""
+    calls = []
+    if kernels == "dispatcher":
+        yield calls
+        return
+    library = torch.library.Library("minifloat", "IMPL")
+    for name, kernel in PYTHON_KERNELS.items():
+        library.impl(name, lambda *args, _kernel=kernel, _name=name: calls.append(_name) or _kernel(*args), "CPU")
+    try:
+        yield calls
+    finally:
+        library._destroy()
 
 
 def same_bits(a, b):
@@ -199,3 +228,112 @@ def test_the_cpu_kernels_are_the_compiled_ones_where_torch_ops_was_built():
     import pathlib
     built = (pathlib.Path(mf.__file__).parent / "_torch_ops.so").exists()
     assert CPU_KERNELS_IN_CPP == built
+
+
+def check_other_operators(kernels):
+    """encode, decode, quantize_ste's forward and quantize_blocks called as operators (one kernel
+    set) against the eager functions, on strided tensors with specials over more than one piece."""
+    x = (torch.randn(3, 70001) * 300)[:, ::2]
+    x[0, :4] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0])
+    encode, decode, ste, blocks = (operator(name, kernels) for name in OTHER_OPERATORS)
+    for fmt, dtype in [("e4m3", torch.float32), ("e5m2", torch.float64), ("bf16", torch.float32),
+                       ("binary16", torch.float64)]:
+        values = x.to(dtype)
+        args = operator_args(values, fmt, "stochastic", "infinity", 2**64 - 7, 11, 0, "test")
+        codes = encode(*args, None)
+        assert same_bits(codes, mf.encode(values, fmt, "stochastic", "infinity", seed=2**64 - 7, index=11))
+        assert same_bits(decode(codes[:, ::3], args[1], dtype == torch.float64),
+                         mf.decode(codes[:, ::3], fmt, dtype=dtype))
+        grad_args = operator_args(None, "e5m2", "nearest_even", "infinity", 0, 0, 0, "test")[1:]
+        assert same_bits(ste(*args, *grad_args),
+                         mf.quantize(values, fmt, "stochastic", "infinity", seed=2**64 - 7, index=11))
+    y = (torch.randn(2, 64, 1300) * 40)[:, :, ::2]
+    y[1, 5, 7] = float("nan")
+    rules = mf.blocks.SCALE_RULES
+    for t, fmt, axis, rule, tensor_scale in [(x, "mxfp4", -1, "floor", None), (x, "mxfp8-e4m3", 1, "rceil", None),
+                                             (y, "mxfp6-e3m2", 1, "even", None), (y, "nvfp4", -1, "floor", None),
+                                             (x, "nvfp4", 0, "floor", 0.25), (y, "mxint8", 0, "ceil", None)]:
+        block = mf.blocks.NAMED_BLOCKS[fmt]
+        got = blocks(t, _custom_ops.block_key(block), axis, mf.ROUNDING.index("stochastic"), rules.index(rule),
+                     mf.OVERFLOW.index("saturate"), _custom_ops.to_signed(2**64 - 3), 5, 0, tensor_scale)
+        want = mf.blocks.quantize_blocks(t, block, axis=axis, rounding="stochastic", scale_rule=rule, seed=2**64 - 3,
+                                         index=5, tensor_scale=tensor_scale)
+        assert same_bits(got, want), (fmt, axis, rule)
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_encode_decode_ste_and_block_operators_give_the_eager_bits(kernels):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        check_other_operators(kernels)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_other_operators_refuse_bad_arguments_and_leave_the_input(kernels):
+    encode, decode, ste, blocks = (operator(name, kernels) for name in OTHER_OPERATORS)
+    x = torch.randn(64)
+    before = x.clone()
+    key = [4, 3, 7, 1, 1]
+    mxfp4 = _custom_ops.block_key(mf.blocks.NAMED_BLOCKS["mxfp4"])
+    nvfp4 = _custom_ops.block_key(mf.blocks.NAMED_BLOCKS["nvfp4"])
+    for call, error, match in [
+            (lambda: encode(x, [4, 3, 7, 1, 9], 0, 0, 0, 0, 0, None), ValueError, "specials"),
+            (lambda: encode(x, key, 0, 0, 0, 0, 70, None), ValueError, "random_bits"),
+            (lambda: encode(x.to(torch.int32), key, 0, 0, 0, 0, 0, None), TypeError, "float32 or float64"),
+            (lambda: encode(torch.tensor([1.0, float("nan")]), [2, 1, 1, 1, 2], 0, 1, 0, 0, 0, None), ValueError,
+             "flat index 1"),
+            (lambda: decode(x, key, False), TypeError, "integer"),
+            (lambda: decode(torch.zeros(4, dtype=torch.int64), [11, 52, 1023, 1, 0], False), ValueError, "float"),
+            (lambda: ste(x, key, 0, 0, 0, 0, 0, [4, 3, 7, 1, 1], 99, 0, 0, 0, 0), ValueError, "rounding"),
+            (lambda: ste(x, key, 0, 0, 0, 0, 0, [4, 3, 7, 1, 1], 3, 0, 0, 0, 70), ValueError, "random_bits"),
+            (lambda: blocks(x, mxfp4, 0, 0, 9, 0, 0, 0, 0, None), ValueError, "scale rule"),
+            (lambda: blocks(x, mxfp4, 3, 0, 0, 0, 0, 0, 0, None), ValueError, "axis"),
+            (lambda: blocks(x, mxfp4[:5] + [0, 0, 0], 0, 0, 0, 0, 0, 0, 0, None), ValueError, "block"),
+            (lambda: blocks(x, nvfp4, 0, 0, 1, 0, 0, 0, 0, None), ValueError, "E8M0"),
+            (lambda: blocks(x, nvfp4, 0, 0, 0, 0, 0, 0, 0, -1.0), ValueError, "tensor_scale"),
+            (lambda: blocks(x.double(), mxfp4, 0, 0, 0, 0, 0, 0, 0, None), TypeError, "float32")]:
+        with pytest.raises(error, match=match):
+            call()
+    assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_encode_decode_ste_and_blocks_compile_without_a_graph_break_and_give_eagers_bits(kernels):
+    """Each of these operators in one fullgraph-compiled function (inductor), with the C++ kernels
+    and with the Python fallback kernels in the dispatcher, against eager, bit for bit."""
+    def fn(x):
+        fp8 = mf.encode(x, mf.e4m3, overflow="saturate", dtype="native")
+        fp4 = mf.encode(x, "e2m1", "stochastic", "saturate", seed=7, dtype=torch.float4_e2m1fn_x2)
+        wide = mf.encode(x.double(), "e5m2", "stochastic", seed=2**64 - 1, index=3)
+        return (fp8, fp4, wide, mf.decode(fp8), mf.decode(fp4, dtype=torch.float64), mf.decode(wide, "e5m2"),
+                mf.encode(mf.decode(fp8).to(torch.bfloat16), "e2m3", overflow="saturate"),
+                mf.quantize_ste(x, "bf16", grad_format=mf.e5m2) * 2,
+                mf.quantize(x, "mxfp6-e2m3", axis=0, rounding="stochastic", seed=3),
+                mf.quantize(x, "nvfp4", tensor_scale=0.5), mf.quantize(x, "mxfp8-e5m2", scale_rule="ceil"))
+
+    x = torch.randn(96, 64) * 20
+    want = fn(x)
+    with cpu_kernels(kernels) as calls:
+        got = compiled(fn, backend="inductor")(x)
+    assert len(got) == len(want) and all(same_bits(a, b) for a, b in zip(got, want))
+    assert kernels == "dispatcher" or {"encode", "decode", "quantize_ste", "quantize_blocks"} <= set(calls)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda x: mf.encode(x, "e4m3", rounding="sideways"), ValueError, "rounding"),
+    (lambda x: mf.encode(x, "e4m3", dtype=torch.float8_e5m2), ValueError, "dtype"),
+    (lambda x: mf.encode(x[:, :3], "e2m1", dtype=torch.float4_e2m1fn_x2), ValueError, "even"),
+    (lambda x: mf.decode(mf.encode(x, "e4m3"), "e4m3", dtype=torch.int32), TypeError, "dtype"),
+    (lambda x: mf.decode(mf.encode(x, "e4m3")), TypeError, "fmt"),
+    (lambda x: mf.quantize_ste(x, "e4m3", grad_format="e5m2", grad_overflow="wrap"), ValueError, "grad_overflow"),
+    (lambda x: mf.quantize(x, "mxfp4", scale_rule="round"), ValueError, "scale_rule"),
+    (lambda x: mf.quantize(x, "mxfp4", axis=2), ValueError, "axis")])
+def test_compiled_calls_of_the_other_operators_refuse_bad_arguments_while_tracing(call, error, match):
+    x = torch.randn(4, 8)
+    with pytest.raises(error, match=match):
+        call(x)  # eagerly
+    with pytest.raises(Exception, match=match):
+        compiled(call)(x)
