@@ -731,11 +731,6 @@ inline void split_into(const split_plan& p, std::span<const float> x, std::size_
   const split_layout& l = p.layout;
   check_words(visible_words.size(), x.size(), l.visible_bits(), "minifloat::storage::split");
   check_words(extra_words.size(), x.size(), l.extra_bits, "minifloat::storage::split");
-  if (p.form == pair_form::float_prefix && float_prefix_layout(l)) {
-    if (l.extra_bits == 8) split_float_prefix<std::uint8_t>(x, visible_words, extra_words);
-    else split_float_prefix<std::uint16_t>(x, visible_words, extra_words);
-    return;
-  }
 #if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
   if (byte_field_layout(l)) {
     auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
@@ -770,11 +765,6 @@ inline void reconstruct(std::span<const std::uint32_t> visible_words, std::span<
   detail::check_words(visible_words.size(), out.size(), l.visible_bits(), "minifloat::storage::reconstruct");
   detail::check_words(extra_words.size(), out.size(), l.extra_bits, "minifloat::storage::reconstruct");
   const detail::pair_form form = detail::pair_form_for(l, backend);
-  if (form == detail::pair_form::float_prefix && detail::float_prefix_layout(l)) {
-    if (l.extra_bits == 8) detail::reconstruct_float_prefix<std::uint8_t>(visible_words, extra_words, out);
-    else detail::reconstruct_float_prefix<std::uint16_t>(visible_words, extra_words, out);
-    return;
-  }
 #if !defined(__CUDA_ARCH__)  // host-only SIMD (pair_forms/lanes.hpp)
   if (detail::byte_field_layout(l)) {
     detail::with_field_types(l, form, [&](auto visible, auto extra, auto form_constant) {

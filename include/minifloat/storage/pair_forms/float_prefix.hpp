@@ -7,11 +7,8 @@
 // sign and decodes it as float's; the payload is not kept). A stochastic h, a bfloat16 value, is
 // its float bits' top half. A stochastic field sign-extended from its width (n + 1 bits) counts
 // -2^n steps of R with its flag, one step of h, so (h << 16) + (e << (16 - n)) is the restored
-// value's bits in both modes. With 8- and 16-bit fields the packed words are plain
-// little-endian uint16_t / uint8_t arrays, so the truncating layouts bfloat16 + 8 and + 16
-// also split and restore in one scalar pass per block (float_prefix_layout). Tests: every
-// special, subnormals, NaN payloads and arbitrary codes against the core
-// (tests/storage/test_split.cpp).
+// value's bits in both modes. Tests: every special, subnormals, NaN payloads and arbitrary
+// codes against the core (tests/storage/test_split.cpp).
 #pragma once
 
 #include <algorithm>
@@ -101,65 +98,5 @@ class float_prefix_pairs {
 #endif
 };
 #endif  // !defined(__CUDA_ARCH__)
-
-/// The truncating layouts whose pairs are the leading bits of a float: bfloat16 + 8 or + 16,
-/// on a little-endian machine, where split_into and reconstruct take one scalar pass per block
-/// without the core's encode and decode or the bit-packing kernels.
-inline bool float_prefix_layout(const split_layout& l) {
-  return std::endian::native == std::endian::little && l.visible == bfloat16 && l.mode == split_mode::truncate &&
-         (l.extra_bits == 8 || l.extra_bits == 16);
-}
-
-/// R's code (visible bits, then K extra bits) of a float, and R's value of a code, for a
-/// float_prefix_layout with K extra bits.
-template <int K>
-inline std::uint32_t prefix_code(float x) {
-  return canonical_nan_bits(std::bit_cast<std::uint32_t>(x)) >> (16 - K);
-}
-template <int K>
-inline float prefix_value(std::uint32_t code) {
-  return std::bit_cast<float>(canonical_nan_bits(code << (16 - K)));
-}
-
-/// split_into for a float_prefix_layout with extra fields of type Extra (uint8_t or uint16_t).
-template <class Extra>
-void split_float_prefix(std::span<const float> x, std::span<std::uint32_t> visible_words,
-                        std::span<std::uint32_t> extra_words) {
-  constexpr int k = 8 * sizeof(Extra);
-  std::uint16_t visible[block_values];
-  Extra extra[block_values];
-  auto* const vbytes = reinterpret_cast<unsigned char*>(visible_words.data());
-  auto* const ebytes = reinterpret_cast<unsigned char*>(extra_words.data());
-  for (std::size_t start = 0; start < x.size(); start += block_values) {
-    const std::size_t m = std::min(block_values, x.size() - start);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t code = prefix_code<k>(x[start + i]);
-      visible[i] = static_cast<std::uint16_t>(code >> k);
-      extra[i] = static_cast<Extra>(code);
-    }
-    std::memcpy(vbytes + start * 2, visible, m * 2);
-    std::memcpy(ebytes + start * sizeof(Extra), extra, m * sizeof(Extra));
-  }
-  clear_padding<std::uint16_t, Extra>(vbytes, ebytes, x.size());
-}
-
-/// reconstruct for a float_prefix_layout with extra fields of type Extra.
-template <class Extra>
-void reconstruct_float_prefix(std::span<const std::uint32_t> visible_words, std::span<const std::uint32_t> extra_words,
-                              std::span<float> out) {
-  constexpr int k = 8 * sizeof(Extra);
-  std::uint16_t visible[block_values];
-  Extra extra[block_values];
-  const auto* const vbytes = reinterpret_cast<const unsigned char*>(visible_words.data());
-  const auto* const ebytes = reinterpret_cast<const unsigned char*>(extra_words.data());
-  for (std::size_t start = 0; start < out.size(); start += block_values) {
-    const std::size_t m = std::min(block_values, out.size() - start);
-    std::memcpy(visible, vbytes + start * 2, m * 2);
-    std::memcpy(extra, ebytes + start * sizeof(Extra), m * sizeof(Extra));
-    for (std::size_t i = 0; i < m; ++i) {
-      out[start + i] = prefix_value<k>((std::uint32_t{visible[i]} << k) | extra[i]);
-    }
-  }
-}
 
 }  // namespace minifloat::storage::detail
