@@ -2,14 +2,15 @@
 """What torch.compile adds per call of a minifloat operation, against what it adds to a builtin
 op of the same size (docs/performance.md, "torch.compile").
 
-For each size, times interleaved over repetitions (each repetition runs every item once, in a
-freshly shuffled order):
-  eager       minifloat.quantize(x, fmt, overflow="saturate") called as Python;
+For each size and each operation (quantize, encode, decode, quantize_ste and the MX block
+quantize, all to e4m3 / mxfp8-e4m3, saturating), times interleaved over repetitions (each
+repetition runs every item once, in a freshly shuffled order):
+  eager       the function called as Python;
   compiled    the same function under torch.compile(fullgraph=True) (inductor): one operator node;
-  op          the operator called directly, torch.ops.minifloat.quantize (the dispatcher's cost);
-  x*2 eager / compiled   torch's own multiply, eager and under torch.compile, for torch's per-call cost.
-Bits are checked equal before timing. Prints each item's median CPU time per call (µs), compiled
-minus eager for quantize and for x*2, and whether the operators' CPU kernels are the C++ ones
+and for quantize also the operator called directly, torch.ops.minifloat.quantize (the
+dispatcher's cost), and torch's own multiply x*2, eager and compiled, for torch's per-call cost.
+Bits are checked equal before timing. Prints each item's median CPU time per call (µs) and
+compiled minus eager, and whether the operators' CPU kernels are the C++ ones
 (minifloat/_torch_ops.so) or the Python fallback.
 Usage:
   PYTHONPATH=build/release/python python python/bench/bench_compile.py [--reps 9] [--calls 200] [--cold]
@@ -53,42 +54,46 @@ def main():
           f"format {args.format}, CPU kernels {'C++' if CPU_KERNELS_IN_CPP else 'Python'}"
           f"{', caches evicted before each call' if args.cold else ''}; CPU µs per call, medians")
 
-    def eager(x):
-        return mf.quantize(x, args.format, overflow="saturate")
-
-    def times_two(x):
-        return x * 2
-
-    op_args = operator_args(None, args.format, "nearest_even", "saturate", 0, 0, 0, "bench")[1:]
+    fmt, block = args.format, "mxfp8-" + args.format
+    operations = {
+        "quantize": lambda x: mf.quantize(x, fmt, overflow="saturate"),
+        "encode": lambda x: mf.encode(x, fmt, overflow="saturate"),
+        "decode": lambda codes: mf.decode(codes, fmt),
+        "quantize_ste": lambda x: mf.quantize_ste(x, fmt, overflow="saturate"),
+        block: lambda x: mf.quantize(x, block),
+        "x*2": lambda x: x * 2,
+    }
+    op_args = operator_args(None, fmt, "nearest_even", "saturate", 0, 0, 0, "bench")[1:]
 
     def op(x):
         return torch.ops.minifloat.quantize(x, *op_args)
 
     evict = torch.zeros(1 << 20) if args.cold else None
-    items = {"eager": eager, "compiled": torch.compile(eager, fullgraph=True), "op": op,
-             "x*2 eager": times_two, "x*2 compiled": torch.compile(times_two, fullgraph=True)}
-    print(f"{'values':>9} {'eager µs':>9} {'compiled':>9} {'op':>8} {'x*2 eager':>10} {'x*2 compiled':>13} "
-          f"{'added: quantize':>16} {'x*2':>7}")
+    items = {"quantize operator": (op, "quantize")}
+    for name, fn in operations.items():
+        items[f"{name} eager"] = (fn, name)
+        items[f"{name} compiled"] = (torch.compile(fn, fullgraph=True), name)
+    print(f"{'values':>9} {'operation':>17} {'eager µs':>9} {'compiled':>9} {'compile adds':>13}")
     for n in (int(s) for s in args.sizes.split(",")):
         x = torch.randn(n) * 100
-        want = eager(x)
-        for name in ("compiled", "op"):
-            if not torch.equal(items[name](x).view(torch.int32), want.view(torch.int32)):
+        inputs = {name: x for name in operations}
+        inputs["decode"] = mf.encode(x, fmt, overflow="saturate")
+        for name, (fn, operation) in items.items():
+            want = operations[operation](inputs[operation])
+            if not torch.equal(fn(inputs[operation]).view(torch.uint8), want.view(torch.uint8)):
                 raise SystemExit(f"bits differ at n = {n} ({name})")
-        if not torch.equal(items["x*2 compiled"](x), x * 2):
-            raise SystemExit(f"x*2 differs at n = {n}")
         times = {name: [] for name in items}
         calls = max(3, args.calls * 1024 // max(n, 1024))
         for _ in range(args.reps):
             order = list(items.items())
             random.shuffle(order)
-            for name, fn in order:
-                times[name].append(per_call(fn, x, calls, evict))
+            for name, (fn, operation) in order:
+                times[name].append(per_call(fn, inputs[operation], calls, evict))
         med = {k: statistics.median(v) for k, v in times.items()}
-        print(f"{n:>9} {med['eager']:>9.1f} {med['compiled']:>9.1f} {med['op']:>8.1f} {med['x*2 eager']:>10.1f} "
-              f"{med['x*2 compiled']:>13.1f} {med['compiled'] - med['eager']:>16.1f} "
-              f"{med['x*2 compiled'] - med['x*2 eager']:>7.1f}")
-
+        for name in operations:
+            eager, compiled = med[f"{name} eager"], med[f"{name} compiled"]
+            print(f"{n:>9} {name:>17} {eager:>9.1f} {compiled:>9.1f} {compiled - eager:>13.1f}")
+        print(f"{n:>9} {'quantize operator':>17} {med['quantize operator']:>9.1f}")
 
 if __name__ == "__main__":
     main()
