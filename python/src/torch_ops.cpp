@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -366,9 +367,11 @@ at::Tensor quantize_blocks_op(const at::Tensor& x, c10::IntArrayRef fmt, std::in
     TORCH_CHECK_VALUE(!tensor_scale || *tensor_scale == 1, who, ": tensor_scale is for block formats with a "
                       "per-tensor scale (nvfp4), not ", to_string(f));
   } else {
-    o.tensor_scale = tensor_scale ? static_cast<float>(*tensor_scale) : nvfp4_tensor_scale(in);
-    TORCH_CHECK_VALUE(o.tensor_scale > 0 && std::isfinite(o.tensor_scale), who, ": tensor_scale = ", o.tensor_scale,
-                      " is not a positive finite float32");
+    // a given scale rounded to float32 as blocks.py rounds it; one beyond float32's range is refused
+    const bool in_range = !tensor_scale || std::fabs(*tensor_scale) <= std::numeric_limits<float>::max();
+    o.tensor_scale = !in_range ? 0.0f : tensor_scale ? static_cast<float>(*tensor_scale) : nvfp4_tensor_scale(in);
+    TORCH_CHECK_VALUE(o.tensor_scale > 0 && std::isfinite(o.tensor_scale), who, ": tensor_scale = ",
+                      tensor_scale ? *tensor_scale : o.tensor_scale, " is not a positive finite float32");
   }
   at::Tensor result = at::empty_like(source, at::MemoryFormat::Contiguous);
   if (n == 0) return result;

@@ -294,6 +294,7 @@ def test_other_operators_refuse_bad_arguments_and_leave_the_input(kernels):
             (lambda: blocks(x, mxfp4[:5] + [0, 0, 0], 0, 0, 0, 0, 0, 0, 0, None), ValueError, "block"),
             (lambda: blocks(x, nvfp4, 0, 0, 1, 0, 0, 0, 0, None), ValueError, "E8M0"),
             (lambda: blocks(x, nvfp4, 0, 0, 0, 0, 0, 0, 0, -1.0), ValueError, "tensor_scale"),
+            (lambda: blocks(x, nvfp4, 0, 0, 0, 0, 0, 0, 0, 1e300), ValueError, "tensor_scale"),
             (lambda: blocks(x.double(), mxfp4, 0, 0, 0, 0, 0, 0, 0, None), TypeError, "float32")]:
         with pytest.raises(error, match=match):
             call()
