@@ -6,7 +6,7 @@ extension exports, so a format or name added to the headers appears here without
 """
 
 from . import _core
-from ._buffers import as_int
+from ._arguments import as_int
 
 SPECIALS = tuple(_core.specials_names)
 

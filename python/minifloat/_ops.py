@@ -8,7 +8,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _core
-from ._buffers import Operand, address, as_int, check_index, lookup, threads
+from ._arguments import as_int, check_index
+from ._buffers import Operand, address, lookup, threads
 from ._formats import Format, as_format
 from . import interop
 

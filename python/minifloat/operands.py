@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from . import _core
-from ._buffers import Operand, address, check_index, lookup, threads
+from ._arguments import check_index
+from ._buffers import Operand, address, lookup, threads
 from ._formats import Format, as_format
 from ._ops import OVERFLOW, ROUNDING, RoundingStats, _output, _run_into, mark_written
 from .blocks import _geometry, _options, _stats, as_block_format, quantize_blocks

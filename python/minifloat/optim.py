@@ -17,7 +17,8 @@ import numpy as np
 import torch
 
 from . import _core
-from ._buffers import as_int, lookup
+from ._arguments import as_int
+from ._buffers import lookup
 from ._formats import as_format
 
 SPLIT_MODES = tuple(_core.split_mode_names)

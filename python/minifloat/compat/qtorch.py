@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from .. import _core
-from .._buffers import Operand, address, check_index, lookup, threads
+from .._arguments import check_index
+from .._buffers import Operand, address, lookup, threads
 
 ROUNDING = ("stochastic", "nearest")
 
