@@ -772,7 +772,7 @@ def main(argv=None):
               f"on {CORES} idle cores")
         return 0
     if not os.path.isdir(args.data):
-        print(f"results_cpp.py: --data {args.data} is not a directory; writing the page with no runs", file=sys.stderr)
+        print(f"results_cpp.py: no runs under {args.data}: every part of the page says \"not run\"", file=sys.stderr)
     text = document(args.data, runs)
     with open(args.write, "w", encoding="utf-8") as f:
         f.write(text)
