@@ -349,8 +349,9 @@ def _verdict_line(label, c):
 def tradeoff_section(data):
     L = ["## 1. Memory–accuracy trade-off (precision-assignment paper §5.3, Figures 3–4)", "",
          "The precision-assignment paper: Lee, Sharma, Aiken, *Training with Mixed-Precision Floating-Point "
-         "Assignments*, TMLR 2023, arXiv:2301.13464 (§1–4 of this page). *Claims*: uniform low precision loses accuracy or diverges; size-ordered demotion (\"ours\") keeps "
-         "accuracy at more than 2× the memory reduction of the operator-based assignment (op). fp32, all-high, "
+         "Assignments*, TMLR 2023, arXiv:2301.13464 (§1–4 of this page). *Claims*: uniform low precision loses "
+         "accuracy or diverges; size-ordered demotion (\"ours\") keeps accuracy at more than 2× the memory "
+         "reduction of the operator-based assignment (op). fp32, all-high, "
          "uniform, op, op-variant and ours at the ratios that give distinct assignments (the MLP has four tensor "
          "groups, so r = 0.1–0.4 and 0.5–0.8 demote the same groups; ours at r = 0 is all-high and at r = 1 "
          "uniform, bit for bit). MLP 5 epochs; CNN at width 0.25, 2 epochs.", ""]
