@@ -206,7 +206,7 @@ def verdict_cell(name, c):
 def ci_cell(c):
     if c.n < 2:
         return f"{c.mean:+.2f} (n = {c.n})" if c.n else "–"
-    return f"{c.mean:+.2f} [{c.lo:+.2f}, {c.hi:+.2f}]"
+    return f"{c.mean:+.2f} [{c.lo:+.2f}, {c.hi:+.2f}], MDE {c.mde:.2f}"
 
 
 def seeds_text(row):
@@ -373,7 +373,7 @@ def tradeoff_section(data):
                          ci_cell(c) if c else "", verdict_cell(name, c),
                          f"{row.div('final')} / {row.div('any')}", f"{row.mean('promotions'):.1f}"])
         L += table(["configuration", "seeds", "low-precision ratio", "memory vs all-high", "final test acc. % (mean)",
-                    "seed SD", "range", "best % (mean)", "Δ vs fp32, paired (95 % CI)", "verdict vs fp32",
+                    "seed SD", "range", "best % (mean)", "Δ vs fp32, paired (95 % CI, MDE)", "verdict vs fp32",
                     "diverged (final / any epoch)", "promotions (mean)"], body)
         if "uniform" in rows:
             c = compare(rows["uniform"], fp32)
@@ -424,7 +424,7 @@ def order_section(data):
             body.append([row.name, str(row.n), f"{row.mean('low_ratio'):.4f}", *acc_cells(row),
                          ci_cell(c) if c else "", c.verdict if c else "", f"{row.div('final')} / {row.div('any')}"])
     L += table(["configuration", "seeds", "low-precision ratio", "final test acc. % (mean)", "seed SD", "range",
-                "decreasing − this, paired (95 % CI)", "verdict (decreasing vs this)", "diverged (final / any epoch)"],
+                "decreasing − this, paired (95 % CI, MDE)", "verdict (decreasing vs this)", "diverged (final / any epoch)"],
                body)
     for r in ratios:
         dec = rows.get(f"ours-r{r}-decreasing")
@@ -504,7 +504,7 @@ def promotion_section(data):
                      ci_cell(c) if c else "", c.verdict if c else ""])
     L += table(["configuration", "seeds", "low-precision ratio", "final test acc. % (mean)", "seed SD", "range",
                 "diverged (final / any epoch)", "promotions (mean)", "promotion cost, % of all-high (mean, max)",
-                "on − off, paired (95 % CI)", "verdict (on vs off)"], body)
+                "on − off, paired (95 % CI, MDE)", "verdict (on vs off)"], body)
     for name in sorted(c for c in rows if c.endswith("promo-on")):
         on, off = rows[name], rows.get(name.replace("promo-on", "promo-off"))
         if off is None:
@@ -554,7 +554,7 @@ def scaling_section(data):
         body.append([name, str(row.n), *acc_cells(row), f"{row.div('final')} / {row.div('any')}",
                      f"{row.mean('skipped'):.1f}", ci_cell(c) if c else "", c.verdict if c else ""])
     L += table(["configuration", "seeds", "final test acc. % (mean)", "seed SD", "range", "diverged (final / any epoch)",
-                "skipped steps (mean)", "on − off, paired (95 % CI)", "verdict (on vs off)"], body)
+                "skipped steps (mean)", "on − off, paired (95 % CI, MDE)", "verdict (on vs off)"], body)
     for name in sorted(c for c in rows if c.endswith("-on")):
         off = rows.get(name.replace("-on", "-off"))
         if off:
@@ -601,8 +601,8 @@ def no_master_section(data, runs):
             body.append([name, str(row.n), *acc_cells(row), ci_cell(cf) if cf else "", cf.verdict if cf else "",
                          ci_cell(ca) if ca else "", ca.verdict if ca else "", f"{peak:,.0f}", f"{state:,.0f}",
                          f"{stored:,.0f}", f"{row.mean('epoch_seconds'):.1f}", f"{row.mean('skipped'):.1f}"])
-        L += table(["row", "seeds", "final test acc. % (mean)", "seed SD", "range", "Δ vs fp32 (95 % CI)",
-                    "verdict vs fp32", "Δ vs fp32-master (95 % CI)", "verdict vs fp32-master", "peak memory (bytes)",
+        L += table(["row", "seeds", "final test acc. % (mean)", "seed SD", "range", "Δ vs fp32 (95 % CI, MDE)",
+                    "verdict vs fp32", "Δ vs fp32-master (95 % CI, MDE)", "verdict vs fp32-master", "peak memory (bytes)",
                     "model state (bytes)", "weights + extra bits (bytes)", "s / epoch", "skipped steps (mean)"], body)
         L.append("s / epoch is training time on a machine that ran two runs at a time and may have been shared: "
                  "not a speed measurement.")
@@ -652,7 +652,7 @@ def dynamic_section(data):
             red = [_mean_last(row, "red_" + v) + ("×" if name != "fp32" else "")
                    for v in ("qm", "qe", "qe_g", "qm_qe", "qm_qe_g")] if name != "fp32" else [""] * 5
             body.append([name, str(row.n), *acc_cells(row), ci_cell(c) if c else "", verdict_cell(name, c), *red])
-        L += table(["run", "seeds", "final test acc. % (mean)", "seed SD", "range", "Δ vs fp32 (95 % CI)",
+        L += table(["run", "seeds", "final test acc. % (mean)", "seed SD", "range", "Δ vs fp32 (95 % CI, MDE)",
                     "verdict vs fp32", "QM / BWM", "QE / BWE", "QE+G / BWE+G", "QM+QE / BWM+BWE",
                     "QM+QE+G / BWM+BWE+G"], body)
         for name in ("qm-qe+gecko", "bitwave+gecko"):

@@ -107,7 +107,7 @@ def test_the_tradeoff_claims_follow_the_rule_on_synthetic_runs(tmp_path, planned
     assert len(ours) == 1 and "ours-r0.5-decreasing (ratio 0.5200 = 2.6× op's)" in ours[0]
     assert ours[0].count("**keeps accuracy**") == 2 and "**holds here**" in ours[0]
     row = next(line for line in doc.splitlines() if line.startswith("| uniform |"))
-    assert "-5.00 [-5.00, -5.00] | loses | 0/8 / 0/8 |" in row and "| 0.670 |" in row   # memory vs all-high
+    assert "-5.00 [-5.00, -5.00], MDE 0.00 | loses | 0/8 / 0/8 |" in row and "| 0.670 |" in row   # memory vs all-high
 
 
 def test_promotion_counts_divergence_both_ways_and_shows_the_trajectory(tmp_path, planned):
