@@ -345,7 +345,20 @@ def _estimate(s, rows, powered):
             f"one torch thread). At those costs ({plain} fp32 runs, {powered - plain} that quantize) the powered "
             f"design takes about **{minutes:.0f} minutes on {s['jobs']} idle cores** (an estimate from the pilot, "
             "not a measurement of the design), " + ("within" if minutes <= s["budget_minutes"] else "**over**")
-            + f" the {s['budget_minutes']}-minute budget.", ""]
+            + f" the {s['budget_minutes']}-minute budget.", ""] + _measured_cost(s, rows, powered)
+
+
+def _measured_cost(s, rows, powered):
+    """What the committed runs of the powered design cost, from their records (user + system CPU)."""
+    runs = [r for (part, _), row in rows.items() if part in s["powered"] and row for r in row.runs]
+    timed = [r.cpu for r in runs if r.cpu is not None]
+    if not timed:
+        return []
+    cpu_minutes = sum(timed) / 60
+    return [f"Measured: the {len(timed)} committed runs of the powered design (of {powered} planned) took "
+            f"**{cpu_minutes:.0f} CPU-minutes** (user + system from `wait4`), **{cpu_minutes / s['jobs']:.0f} "
+            f"minutes** of {s['jobs']} fully used cores; their wall clock is not the design's time, the machine "
+            "ran other work beside them.", ""]
 
 
 def pilot_section(rows, s):
