@@ -167,8 +167,8 @@ def parser():
     dc.add_argument("--dc-learn-epochs", type=_non_negative_int, default=5,
                     help="QM+QE: bitlengths learn in the first N epochs, then are rounded up and frozen (default 5)")
     dc.add_argument("--dc-relearn-epochs", type=_non_negative_int, default=5,
-                    help="QM+QE: and for M epochs after a learning-rate change (default 5; this trainer's rate is "
-                         "constant)")
+                    help="QM+QE: and for M epochs after a learning-rate change: an epoch that starts at a tenth or "
+                         "less of the rate its learning period began at (default 5)")
     dc.add_argument("--dc-bw-history", type=_at_least_two, default=100,
                     help="BitWave: per-batch losses in the regression (default 100)")
     dc.add_argument("--dc-bw-threshold", type=_non_negative, default=1e-3,
