@@ -318,7 +318,9 @@ def design_section(s, rows):
         f"memory reference and context, no claim); promotion (Θ = {s['theta']:g}) at the schedule's own learning "
         "rate, the one fp32 trains at in the pilot; the dynamic bitlength runs learn for all but the last "
         "epoch and BitWave fixes its container before it (the trainer's defaults are 5 and 5 epochs), so the last "
-        "epoch trains with the bitlengths they chose; whether those moved is read from the per-epoch table.",
+        "epoch trains with the bitlengths they chose, and they take " + _tuning_text(s) + " (the trainer's "
+        "defaults move the bitlengths too little in this schedule: the dynamic pilot below); whether they moved "
+        "is read from the per-epoch table.",
         f"- Plan: the pilot ({plan['pilot']} runs) and the powered design ({powered} runs: "
         + ", ".join(f"{p} {plan[p]}" for p in s["powered"]) + "); `reproduce.py --list` prints each run's command: "
         f"`train.py {' '.join(s['common'])}` plus the row's flags and `--seed S`.", "",
@@ -367,7 +369,37 @@ def pilot_section(rows, s):
           f"{mde_for(c.sd, len(s['seeds'])):.1f} points "
           f"and 16 seeds {mde_for(c.sd, 16):.1f} (MDE at {round(100 * POWER)} % power).",
           _unpaired_bound(fp32, len(s["seeds"])), ""]
-    return L
+    return L + dynamic_pilot(rows, s)
+
+
+def _tuning_text(s):
+    return " and ".join(f"`{' '.join(args)}` ({d})" for d, args in s["dynamic_tuning"].items())
+
+
+def _mean_bits(row, epoch=-1):
+    """Stored bits per value, weights and activations averaged, over the row's runs at an epoch (None
+    when its CSVs have no bitlength columns)."""
+    vals = [v for r in row.runs for v in (_col(r, "w_total_mean", epoch), _col(r, "a_total_mean", epoch)) if v is not None]
+    return statistics.fmean(vals) if vals else None
+
+
+def dynamic_pilot(rows, s):
+    """The dynamic bitlength methods at the trainer's defaults: do the bitlengths move in this schedule?"""
+    keys = [("pilot", f"{d}-defaults") for d in s["dynamic_tuning"]]
+    found = [(k, rows[k]) for k in keys if k in rows]
+    L = ["### Dynamic bitlengths at the trainer's defaults", ""]
+    if not found:
+        return L + ["Not run yet (`reproduce.py --run --parts pilot`).", ""]
+    found = [(k, row) for k, row in found if _mean_bits(row) is not None]
+    if not found:
+        return L + ["The pilot's dynamic runs recorded no bitlengths.", ""]
+    parts = [f"{row.cfg.label}: mean stored bits {_mean_bits(row):.1f} of 32 in the last epoch (seed "
+             + ", ".join(str(k) for k in sorted(row.by_seed)) + ")" for _, row in found]
+    still = [row.cfg.label for _, row in found if 32 - _mean_bits(row) < 1]
+    verdict = (f"{' and '.join(still)} moved less than one bit, which leaves nothing to test; the powered rows take "
+               if still else "The powered rows take ")
+    return L + ["; ".join(parts) + ". " + verdict + _tuning_text(s) + ".", "",
+                dynamic_table(rows, [k for k, _ in found]), ""]
 
 
 def _unpaired_bound(fp32, n):
@@ -501,14 +533,14 @@ def claims_section(rows, s):
     if fp32 and all(row for _, row in dyn):
         parts = []
         for d, row in dyn:
-            bits = statistics.fmean(v for r in row.runs for v in (_col(r, "w_total_mean"), _col(r, "a_total_mean"))
-                                    if v is not None)
+            bits = _mean_bits(row)
             moved = 32 - bits >= 1
             parts.append(f"{d}: mean stored bits in the last epoch {bits:.1f} of 32; {d} − fp32 "
                          f"{compare(row, fp32).text()}" + ("" if moved else
                          " — **untested here**: the bitlengths moved less than one bit in this schedule"))
         L.append("5. *QM+QE and BitWave shrink the stored bitlengths without losing accuracy* (\"Schrödinger's FP: "
-                 "Dynamic Adaptation of Floating-Point Containers for Deep Learning Training\"): " + "; ".join(parts)
+                 "Dynamic Adaptation of Floating-Point Containers for Deep Learning Training\"; here with "
+                 + _tuning_text(s) + "): " + "; ".join(parts)
                  + ". The bitlength trajectory is in the dynamic table below.")
     else:
         L.append("5. *QM+QE and BitWave shrink the stored bitlengths without losing accuracy* (Schrödinger's FP): "
