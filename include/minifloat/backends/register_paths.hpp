@@ -47,8 +47,8 @@ template <std::floating_point S, class V>
 [[gnu::always_inline]] inline bool plain_register(const rounding_plan<S>& p, V twice) {
   using bits = typename source_layout<S>::bits;
   const bits normal2 = p.smallest_normal_bits() << 1;
-  // Both evaluated (no short circuit): a branch on plain_path first measured slower in the
-  // stochastic bf16 + 9 split step (the chunked path's encode).
+  // Both evaluated (no short circuit): a branch on plain_path costs more than the second test in
+  // the stochastic bf16 + 9 split step (the chunked path's encode).
   const bool within = zero_or_within(twice, normal2, static_cast<bits>((p.threshold_bits << 1) - normal2));
   return p.plain_path && within;
 }
