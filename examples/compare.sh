@@ -84,7 +84,7 @@ echo
 "$here/summarize_runs.sh" "$out"
 echo
 if [ "$(echo $seeds | wc -w)" -lt 3 ]; then
-  echo "Note: $(echo $seeds | wc -w) seed(s) per configuration. Seed-to-seed ranges in docs/results.md reach half a point"
+  echo "Note: $(echo $seeds | wc -w) seed(s) per configuration. Seed-to-seed differences of this trainer reach half a point"
   echo "of accuracy and more, so differences of a few tenths here are noise, not a ranking: run -s '1 2 3 4 5'"
   echo "for means with min–max ranges."
 fi
