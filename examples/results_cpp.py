@@ -14,7 +14,7 @@ rerunning this on the committed data rewrites the document byte for byte (a test
 Where a part has no committed run the document says so and gives the command that runs it.
 
 The plan (which runs, seeds and epochs) is read from the scripts themselves (their -n listing),
-and priced at PRICE_PER_EPOCH seconds on an idle core.
+and priced at PRICE_PER_EPOCH CPU seconds an epoch.
 
 The papers: Lee, Sharma, Aiken, "Training with Mixed-Precision Floating-Point Assignments", TMLR
 2023, arXiv:2301.13464; Lewandowski, Kosson, "Memory Efficient Mixed-Precision Optimizers",
@@ -44,9 +44,10 @@ sys.path.insert(0, os.path.join(HERE, "torch"))
 from verdict import CONFIDENCE, KEEP_MARGIN, POWER, paired  # noqa: E402
 
 DIVERGED_BELOW = 20.0   # points of test accuracy (10 classes: chance is 10), as docs/results-torch.md
-# Seconds per training epoch on an idle core of this machine, from the runs' own epoch_seconds in
-# the previous reproduction (MLP with rounding ~2 s; CNN at width 0.25 ~6 s).
-PRICE_PER_EPOCH = {"mlp": 2.0, "cnn": 6.0}
+# CPU seconds per training epoch, start-up and evaluation included: the recorded CPU time of the
+# committed runs over their epochs (MLP: tradeoff, order and promotion, 5.4-5.6 s; CNN at width
+# 0.25: tradeoff-cnn), two runs at a time on the 2-core machine of docs/results.md.
+PRICE_PER_EPOCH = {"mlp": 5.5, "cnn": 13.4}
 CORES = 2
 SCRIPTS = ("reproduce.sh", "reproduce_no_master.sh", "reproduce_dynamic.sh")
 # Rows that carry no claim (fewer seeds in the plan): shown with their paired difference, no verdict.
@@ -309,9 +310,9 @@ def plan_section(runs, data):
     L += [f"**Estimated time of the whole plan: {total / 60:.0f} CPU minutes, about {total / 60 / CORES:.0f} "
           f"minutes on {CORES} idle cores** ({len(runs)} runs). This is an estimate, not a measurement: every "
           f"epoch is priced at {PRICE_PER_EPOCH['mlp']:g} s for the MLP and {PRICE_PER_EPOCH['cnn']:g} s for the "
-          "CNN at width 0.25 (the trainer's `epoch_seconds` on an idle core of this 2-core machine in an earlier "
-          "reproduction), without evaluation, start-up or the dynamic containers' extra work; a shared or loaded "
-          "machine takes longer. Rows that carry a claim have 8 seeds; rows that are context (the all-high memory "
+          "CNN at width 0.25 (the recorded CPU time of the committed MLP and CNN runs over their epochs, start-up "
+          "and evaluation included, two runs at a time on this 2-core machine), without the dynamic containers' "
+          "extra work; a shared or loaded machine takes longer. Rows that carry a claim have 8 seeds; rows that are context (the all-high memory "
           "reference, op-variant, ours at r = 0 on the CNN, the dynamic containers' variants, the fused-update "
           "runs) have fewer and get no verdict.", ""]
     return L
