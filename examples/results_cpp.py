@@ -312,9 +312,9 @@ def plan_section(runs, data):
           f"epoch is priced at {PRICE_PER_EPOCH['mlp']:g} s for the MLP and {PRICE_PER_EPOCH['cnn']:g} s for the "
           "CNN at width 0.25 (the recorded CPU time of the committed MLP and CNN runs over their epochs, start-up "
           "and evaluation included, two runs at a time on this 2-core machine), without the dynamic containers' "
-          "extra work; a shared or loaded machine takes longer. Rows that carry a claim have 8 seeds; rows that are context (the all-high memory "
-          "reference, op-variant, ours at r = 0 on the CNN, the dynamic containers' variants, the fused-update "
-          "runs) have fewer and get no verdict.", ""]
+          "extra work; a shared or loaded machine takes longer. Rows that carry a claim have 8 seeds; rows that "
+          "are context (the all-high memory reference, op-variant, ours at r = 0 on the CNN, the dynamic "
+          "containers' variants, the fused-update runs) have fewer and get no verdict.", ""]
     return L
 
 
