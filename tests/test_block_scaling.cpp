@@ -21,7 +21,6 @@ namespace mf = minifloat;
 
 namespace {
 
-const double inf = std::numeric_limits<double>::infinity();
 const float nan_float = std::numeric_limits<float>::quiet_NaN();
 
 /// An element format as the spec's tables describe it: emax_elem, and every non-negative value.
