@@ -25,6 +25,12 @@
 // (pair_forms/: float_prefix, rebiased, hardware_binary16, scaled_binary16) are backends that
 // compute the core's bits a register at a time; split_options::backend, or the environment
 // variable MINIFLOAT_REFERENCE_CORE (backend.hpp), forces the core's lane kernels instead.
+//
+// The register-level members here and in pair_forms/ are forced inline only when the compiler
+// optimises (`#if defined(__OPTIMIZE__)`): an optimised build gets the same code as with the
+// attribute always on, while at -O0 (debug and sanitizer builds) forcing them into each of the
+// twelve layout kinds' tile loops made a program that steps every layout about 3x slower to compile
+// (tests/storage/test_optimizers.cpp under ASan + UBSan) and ran no faster.
 #pragma once
 
 #include <algorithm>
@@ -204,7 +210,10 @@ class pair_restorer {
   /// R's values of the `count` (at most field_lane_count) pairs whose fields start at vbytes and
   /// ebytes, stored at out.
   template <class Visible, class Extra>
-  [[gnu::always_inline]] void restore_fields(const unsigned char* vbytes, const unsigned char* ebytes,
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void restore_fields(const unsigned char* vbytes, const unsigned char* ebytes,
                                              std::size_t count, float* out) const {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
@@ -227,7 +236,10 @@ class pair_restorer {
  private:
   /// R's values (float bits) of the visible codes h and zero-extended extra fields e, for the
   /// rebiased-based and core forms.
-  [[gnu::always_inline]] field_lanes codes_to_values(field_lanes h, field_lanes e) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  field_lanes codes_to_values(field_lanes h, field_lanes e) const {
     // As reconstruct_block: a set flag means h is its truncated code's successor.
     if (stochastic_) {
       h -= e >> kept_;
@@ -315,11 +327,18 @@ class pair_splitter {
   /// a float has no code in R (NaN or Inf into an all_finite format): that register's fields are
   /// not written, the others' are.
   template <class Visible, class Extra>
-  [[gnu::always_inline]] bool split_run(std::uint64_t at, const float* values, std::size_t count,
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool split_run(std::uint64_t at, const float* values, std::size_t count,
                                         unsigned char* vbytes, unsigned char* ebytes) {
     bool coded = true;
     // Whole registers with the constant count (single-instruction loads and stores), then the tail.
-    const auto whole_register = [&](std::size_t r, field_lanes random) __attribute__((always_inline)) {
+    const auto whole_register = [&](std::size_t r, field_lanes random)
+#if defined(__OPTIMIZE__)
+        __attribute__((always_inline))
+#endif
+    {
       const std::size_t j = r * field_lane_count;
       const field_lanes u = minifloat::detail::load_lanes<field_lanes>(values + j, field_lane_count);
       coded = split_register<Visible, Extra>(u, random, field_lane_count, vbytes + j * sizeof(Visible),
@@ -355,7 +374,10 @@ class pair_splitter {
 #endif
 
   /// The lanes where a > b, as unsigned words.
-  [[gnu::always_inline]] static lane_mask lanes_above(field_lanes a, field_lanes b) {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  static lane_mask lanes_above(field_lanes a, field_lanes b) {
 #if defined(__AVX512F__)
     return _mm512_cmpgt_epu32_mask(std::bit_cast<__m512i>(a), std::bit_cast<__m512i>(b));
 #else
@@ -368,7 +390,10 @@ class pair_splitter {
   /// the register (hardware_binary16, scaled_binary16), else by fields(). False, storing nothing,
   /// where a float has no code in R.
   template <class Visible, class Extra>
-  [[gnu::always_inline]] bool split_register(field_lanes u, field_lanes random, std::size_t count,
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool split_register(field_lanes u, field_lanes random, std::size_t count,
                                              unsigned char* vbytes, unsigned char* ebytes) {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
@@ -396,7 +421,10 @@ class pair_splitter {
   /// The fields (h, e) of the floats whose bits are u, with their words `random` (read by a
   /// stochastic split only); false when one has no code in the restored format (then h and e
   /// are not set).
-  [[gnu::always_inline]] bool fields(field_lanes u, field_lanes random, field_lanes& h, field_lanes& e) {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool fields(field_lanes u, field_lanes random, field_lanes& h, field_lanes& e) {
     namespace core = minifloat::detail;
     using src = source_layout<float>;
 #if defined(__AVX512F__)
@@ -460,7 +488,10 @@ class pair_splitter {
   /// The stochastic split's fields from the truncating split's (h, e) and the lanes that round
   /// away from zero: there h is the truncated code's successor (codes of one sign are
   /// consecutive across binades: reconstruct_block's rule) and the field's flag is set.
-  [[gnu::always_inline]] void take_rounded_up(lane_mask up, field_lanes& h, field_lanes& e) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void take_rounded_up(lane_mask up, field_lanes& h, field_lanes& e) const {
 #if defined(__AVX512F__)
     const __m512i hv = std::bit_cast<__m512i>(h), ev = std::bit_cast<__m512i>(e);
     h = std::bit_cast<field_lanes>(_mm512_mask_sub_epi32(hv, up, hv, _mm512_set1_epi32(-1)));
@@ -488,7 +519,10 @@ class pair_splitter {
   ///  - Elsewhere the core's rounded value compared with u: rounding keeps the sign (or makes -0
   ///    +0, which never lies farther), so the unsigned order of the bits is the order of the
   ///    magnitudes.
-  [[gnu::always_inline]] lane_mask rounds_away(field_lanes u, field_lanes random) {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  lane_mask rounds_away(field_lanes u, field_lanes random) {
     namespace core = minifloat::detail;
     if (in_plain_range(u)) {
 #if defined(__AVX512F__)
@@ -510,7 +544,10 @@ class pair_splitter {
 
   /// With plain_carries_, whether every lane of u is zero or in the visible format's normal
   /// binades below its top one (else false).
-  [[gnu::always_inline]] bool in_plain_range(field_lanes u) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool in_plain_range(field_lanes u) const {
     return plain_carries_ && minifloat::detail::zero_or_within(u << 1, normal2_, below_top_span2_);
   }
 
@@ -518,7 +555,10 @@ class pair_splitter {
   /// core's bits: round_lanes, except that with plain_first_ a register whose lanes are all zero
   /// or in the format's normal range takes round_bits' single-binade form directly, which costs
   /// fewer instructions than round_lanes' stochastic float form.
-  [[gnu::always_inline]] field_lanes rounded(field_lanes u, field_lanes random) {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  field_lanes rounded(field_lanes u, field_lanes random) {
     namespace core = minifloat::detail;
     if (plain_first_ && core::plain_register(round_, u << 1))
       return core::round_bits<rounding::stochastic, core::lane_path::plain>(round_, u, random);
@@ -616,7 +656,10 @@ class byte_field_weights {
   static constexpr std::size_t lanes = field_lane_count;  ///< the most values one load or store takes
   static constexpr pair_form form = Form;                  ///< the backend the plan chose
   std::size_t size() const { return size_; }
-  [[gnu::always_inline]] void load(std::size_t i, std::size_t count, float* out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void load(std::size_t i, std::size_t count, float* out) const {
     restore_.template restore_fields<Visible, Extra>(visible_ + i * sizeof(Visible), extra_ + i * sizeof(Extra), count,
                                                      out);
   }
@@ -624,7 +667,10 @@ class byte_field_weights {
   static constexpr std::size_t tile_values = pair_splitter<Form>::tile_values;
   /// Requests the fields of the tile_values weights from i (those below size()) for writing
   /// (prefetchw): a step reads them and rewrites them in place.
-  [[gnu::always_inline]] void prefetch_tile(std::size_t i) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void prefetch_tile(std::size_t i) const {
     minifloat::detail::prefetch_range<true>(visible_, i * sizeof(Visible), tile_values * sizeof(Visible),
                                             size_ * sizeof(Visible));
     minifloat::detail::prefetch_range<true>(extra_, i * sizeof(Extra), tile_values * sizeof(Extra),
@@ -634,7 +680,10 @@ class byte_field_weights {
   /// and in stored over them as split_into does (pair_splitter::split_run). Inlined into one tile
   /// loop per layout kind (storage::detail::step_tiles), which holds the object as a local so
   /// that GCC knows the field stores through byte pointers leave its constants alone.
-  [[gnu::always_inline]] void load_tile(std::size_t i, std::size_t count, float* out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void load_tile(std::size_t i, std::size_t count, float* out) const {
     if (count == tile_values) {  // whole tiles: full registers, a constant trip count
       for (std::size_t j = 0; j < tile_values; j += lanes) load(i + j, lanes, out + j);
       return;
@@ -643,7 +692,10 @@ class byte_field_weights {
   }
   /// Throws std::domain_error, naming the element, for a value without a code (NaN or Inf into
   /// an all_finite format: a step checks that first).
-  [[gnu::always_inline]] void store_tile(std::size_t i, std::size_t count, const float* in) {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void store_tile(std::size_t i, std::size_t count, const float* in) {
     if (!split_.template split_run<Visible, Extra>(i, in, count, visible_ + i * sizeof(Visible),
                                                    extra_ + i * sizeof(Extra)))
       throw_uncoded(std::span<const float>(in, count), truncate_, i);

@@ -51,7 +51,10 @@ class binary16_pairs {
   /// Stores the fields of the 16 floats u, each zero or in binary16's normal binades below the
   /// top one (the caller tests that), at vbytes and ebytes; `up`: the lanes a stochastic split
   /// rounds away from zero (none for a truncating one).
-  [[gnu::always_inline]] void split(field_lanes u, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void split(field_lanes u, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
     const __m512i x = std::bit_cast<__m512i>(u);
     __m256i h =
         _mm512_maskz_cvtps_ph(minifloat::detail::all_lanes16, std::bit_cast<__m512>(u), _MM_FROUND_TO_ZERO);
@@ -70,7 +73,10 @@ class binary16_pairs {
 
   /// Stores R's values of the 16 pairs (binary16 codes at vbytes, extra bytes at ebytes) at out;
   /// false, storing nothing, where an h is NaN or Inf or a flagged zero.
-  [[gnu::always_inline]] bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
     namespace core = minifloat::detail;
     __m256i h;
     std::memcpy(&h, vbytes, sizeof h);

@@ -49,7 +49,10 @@ class float_prefix_pairs {
   }
 
   /// R's codes, toward zero, of the floats whose bits are u, any floats.
-  [[gnu::always_inline]] field_lanes codes(field_lanes u) const { return canonical_nan_bits(u) >> (16 - kept_); }
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  field_lanes codes(field_lanes u) const { return canonical_nan_bits(u) >> (16 - kept_); }
 
 #if defined(__AVX512DQ__)
   /// The truncated fields of the floats whose bits are u, false (h and e not set) where a lane is
@@ -57,7 +60,10 @@ class float_prefix_pairs {
   /// without them no NaN is made canonical; h is the float's top half and the field the next n
   /// bits, shifted by a vector of counts (one micro-op each where codes() takes two shifts by
   /// scalar counts, two each, and seven for the NaN and Inf lanes).
-  [[gnu::always_inline]] bool finite_fields(field_lanes u, field_lanes& h, field_lanes& e) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool finite_fields(field_lanes u, field_lanes& h, field_lanes& e) const {
     const __m512i x = std::bit_cast<__m512i>(u);
     if (_mm512_fpclass_ps_mask(_mm512_castsi512_ps(x), 0x99) != 0) return false;
     // The zero-masked forms with a full mask: GCC 12's unmasked ones start from
@@ -71,7 +77,10 @@ class float_prefix_pairs {
 
   /// Stores R's values of `count` pairs: visible codes h and extra fields e, e sign-extended from
   /// its width for a stochastic layout, zero-extended for a truncating one.
-  [[gnu::always_inline]] void restore(field_lanes h, field_lanes e, std::size_t count, float* out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void restore(field_lanes h, field_lanes e, std::size_t count, float* out) const {
 #if defined(__AVX512DQ__)
     if (count == field_lane_count) {
       // The field shifted by a vector of counts (one micro-op; two for a scalar count), and NaN

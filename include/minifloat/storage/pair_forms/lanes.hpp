@@ -7,7 +7,8 @@
 // Each is a backend of the split: split_plan chooses one per layout, once (pair_form_for), and
 // tests/storage/test_split.cpp compares each with the scalar core bit for bit. The reference is
 // pair_form::core, the core's lane kernels; every other form says in its header why it gives the
-// same bits.
+// same bits. Their register-level functions are forced inline only when the compiler optimises
+// (split.hpp says why).
 #pragma once
 
 #include <bit>
@@ -62,7 +63,10 @@ inline constexpr std::size_t field_lane_count = minifloat::detail::simd_lanes<st
 /// 32-bit lanes (the rest zero): zero-extended, or with SignExtend sign-extended from the field's
 /// width (two's complement bits).
 template <class Field, bool SignExtend = false>
-[[gnu::always_inline]] inline field_lanes load_fields(const unsigned char* bytes, std::size_t count) {
+#if defined(__OPTIMIZE__)
+[[gnu::always_inline]]
+#endif
+inline field_lanes load_fields(const unsigned char* bytes, std::size_t count) {
   using FV = minifloat::detail::simd_with_lanes_of<Field, std::uint32_t>;
   FV narrow{};
   std::memcpy(&narrow, bytes, count * sizeof(Field));
@@ -89,7 +93,10 @@ template <class Field, bool SignExtend = false>
 
 /// The low bytes of `count` lanes stored as byte-wide fields of type Field.
 template <class Field>
-[[gnu::always_inline]] inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
+#if defined(__OPTIMIZE__)
+[[gnu::always_inline]]
+#endif
+inline void store_fields(unsigned char* bytes, field_lanes codes, std::size_t count) {
 #if defined(__AVX512F__)
   if constexpr (sizeof(field_lanes) == 64 && sizeof(Field) == 2) {
     const __m256i narrow = _mm512_maskz_cvtepi32_epi16(minifloat::detail::all_lanes16, std::bit_cast<__m512i>(codes));

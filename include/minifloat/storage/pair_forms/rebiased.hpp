@@ -54,7 +54,10 @@ class rebiased_pairs {
         inverse_step_(std::ldexp(1.0f, l.restored().mantissa_bits - l.restored().emin())) {}
 
   /// R's codes, toward zero, of the finite floats whose bits are u.
-  [[gnu::always_inline]] field_lanes codes(field_lanes u) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  field_lanes codes(field_lanes u) const {
     const field_lanes magnitude = minifloat::detail::lane_min(u & 0x7FFFFFFFU, field_lanes{} + limit_bits_);
     const __m512i normal = std::bit_cast<__m512i>((magnitude - rebias_) >> fraction_shift_);
     const __m512 a = std::bit_cast<__m512>(magnitude);
@@ -66,7 +69,10 @@ class rebiased_pairs {
   }
   /// R's values (float bits) of the codes; false when one is NaN or Inf, or a code of R above
   /// the pairs of a nan_only format (first_special_code).
-  [[gnu::always_inline]] bool restore(field_lanes code, field_lanes& out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool restore(field_lanes code, field_lanes& out) const {
     const field_lanes magnitude = code & magnitude_mask_;
     if (minifloat::detail::any_lane_at_least(magnitude, first_special_)) return false;
     const __m512i m = std::bit_cast<__m512i>(magnitude);

@@ -54,7 +54,10 @@ class scaled_binary16_pairs {
 
   /// Stores the fields of the 16 finite floats x at vbytes and ebytes; `up`: the lanes a
   /// stochastic split rounds away from zero (none for a truncating one).
-  [[gnu::always_inline]] void split(__m512 x, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  void split(__m512 x, __mmask16 up, unsigned char* vbytes, unsigned char* ebytes) const {
     namespace core = minifloat::detail;
     // vrangeps 0b0010: the smaller magnitude, with the sign of the first operand.
     const __m512 limited = _mm512_maskz_range_ps(core::all_lanes16, x, limit_, 0b0010);
@@ -79,7 +82,10 @@ class scaled_binary16_pairs {
 
   /// Stores R's values of the 16 pairs at vbytes and ebytes; false, storing nothing, where a
   /// restored code is Inf's or NaN's or above (first_special_code), or negative (a flagged zero h).
-  [[gnu::always_inline]] bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
+#if defined(__OPTIMIZE__)
+  [[gnu::always_inline]]
+#endif
+  bool restore(const unsigned char* vbytes, const unsigned char* ebytes, float* out) const {
     namespace core = minifloat::detail;
     __m128i h_bytes, e_bytes;
     std::memcpy(&h_bytes, vbytes, sizeof h_bytes);
