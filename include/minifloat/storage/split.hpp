@@ -29,8 +29,8 @@
 // The register-level members here and in pair_forms/ are forced inline only when the compiler
 // optimises (`#if defined(__OPTIMIZE__)`): an optimised build gets the same code as with the
 // attribute always on, while at -O0 (debug and sanitizer builds) forcing them into each of the
-// twelve layout kinds' tile loops made a program that steps every layout about 3x slower to compile
-// (tests/storage/test_optimizers.cpp under ASan + UBSan) and ran no faster.
+// twelve layout kinds' tile loops made a program that steps every layout about 3x slower to
+// compile (tests/storage/test_optimizers.cpp under ASan + UBSan) and ran no faster.
 #pragma once
 
 #include <algorithm>
@@ -214,7 +214,7 @@ class pair_restorer {
   [[gnu::always_inline]]
 #endif
   void restore_fields(const unsigned char* vbytes, const unsigned char* ebytes,
-                                             std::size_t count, float* out) const {
+                      std::size_t count, float* out) const {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
       if (count == field_lane_count && binary16_.restore(vbytes, ebytes, out)) return;
@@ -331,7 +331,7 @@ class pair_splitter {
   [[gnu::always_inline]]
 #endif
   bool split_run(std::uint64_t at, const float* values, std::size_t count,
-                                        unsigned char* vbytes, unsigned char* ebytes) {
+                 unsigned char* vbytes, unsigned char* ebytes) {
     bool coded = true;
     // Whole registers with the constant count (single-instruction loads and stores), then the tail.
     const auto whole_register = [&](std::size_t r, field_lanes random)
@@ -394,7 +394,7 @@ class pair_splitter {
   [[gnu::always_inline]]
 #endif
   bool split_register(field_lanes u, field_lanes random, std::size_t count,
-                                             unsigned char* vbytes, unsigned char* ebytes) {
+                      unsigned char* vbytes, unsigned char* ebytes) {
 #if defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__)
     if constexpr (Form == pair_form::hardware_binary16) {
       if (count == field_lane_count && in_plain_range(u)) {
