@@ -66,7 +66,7 @@ struct block_geometry {
 };
 
 /// Pieces of whole units, about elements_per_piece values each: (units per piece, pieces).
-std::pair<std::size_t, std::size_t> unit_pieces(const block_geometry& g) {
+std::pair<std::size_t, std::size_t> piece_split(const block_geometry& g) {
   const std::size_t units = g.units();
   if (units == 0) return {1, 0};
   const std::size_t unit_values = std::max<std::size_t>(1, g.size() / units);
@@ -79,7 +79,7 @@ std::pair<std::size_t, std::size_t> unit_pieces(const block_geometry& g) {
 /// piece), with worker < workers_for(g, threads); one piece at a time when !parallel.
 template <class Work>
 void for_units(const block_geometry& g, int threads, bool parallel, Work work) {
-  const auto [per_piece, pieces] = unit_pieces(g);
+  const auto [per_piece, pieces] = piece_split(g);
   const std::size_t units = g.units();
   // (one worker gets the whole range at once: every piece in it)
   for_ranges(pieces * elements_per_piece, parallel ? threads : 1,
@@ -91,7 +91,7 @@ void for_units(const block_geometry& g, int threads, bool parallel, Work work) {
 }
 
 std::size_t workers_for(const block_geometry& g, int threads) {
-  return worker_count(unit_pieces(g).second * elements_per_piece, threads);
+  return worker_count(piece_split(g).second * elements_per_piece, threads);
 }
 
 /// The workers' statistics summed.
