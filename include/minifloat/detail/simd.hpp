@@ -171,23 +171,24 @@ inline void sqrt_floats(const float* in, float* out, std::size_t n) {
     const auto tail = static_cast<__mmask16>((1U << (n - i)) - 1);
     _mm512_mask_storeu_ps(out + i, tail, _mm512_maskz_sqrt_ps(tail, _mm512_maskz_loadu_ps(tail, in + i)));
   }
-#elif defined(__AVX__) && !defined(__CUDA_ARCH__)
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_sqrt_ps(_mm256_loadu_ps(in + i)));
-  // The last n - i < 8 lanes as one more vector through a zero-padded copy, not a scalar loop (the
-  // same GCC 12 warning as above; AVX has no masked sqrt).
+#elif (defined(__AVX__) || defined(__SSE2__)) && !defined(__CUDA_ARCH__)
+#if defined(__AVX__)
+  constexpr std::size_t lanes = 8;
+  const auto sqrt_lanes = [](const float* from, float* to) {
+    _mm256_storeu_ps(to, _mm256_sqrt_ps(_mm256_loadu_ps(from)));
+  };
+#else
+  constexpr std::size_t lanes = 4;
+  const auto sqrt_lanes = [](const float* from, float* to) { _mm_storeu_ps(to, _mm_sqrt_ps(_mm_loadu_ps(from))); };
+#endif
+  for (; i + lanes <= n; i += lanes) sqrt_lanes(in + i, out + i);
+  // The last n - i < lanes values as one more vector through a zero-padded copy, not a scalar loop
+  // (the same GCC 12 warning as above; AVX and SSE2 have no masked sqrt).
   if (i < n) {
-    alignas(32) float lanes[8] = {};
-    std::memcpy(lanes, in + i, (n - i) * sizeof(float));
-    _mm256_store_ps(lanes, _mm256_sqrt_ps(_mm256_load_ps(lanes)));
-    std::memcpy(out + i, lanes, (n - i) * sizeof(float));
-  }
-#elif defined(__SSE2__) && !defined(__CUDA_ARCH__)
-  for (; i + 4 <= n; i += 4) _mm_storeu_ps(out + i, _mm_sqrt_ps(_mm_loadu_ps(in + i)));
-  if (i < n) {  // as under AVX
-    alignas(16) float lanes[4] = {};
-    std::memcpy(lanes, in + i, (n - i) * sizeof(float));
-    _mm_store_ps(lanes, _mm_sqrt_ps(_mm_load_ps(lanes)));
-    std::memcpy(out + i, lanes, (n - i) * sizeof(float));
+    float padded[lanes] = {};
+    std::memcpy(padded, in + i, (n - i) * sizeof(float));
+    sqrt_lanes(padded, padded);
+    std::memcpy(out + i, padded, (n - i) * sizeof(float));
   }
 #else
   for (; i < n; ++i) out[i] = std::sqrt(in[i]);
